@@ -1,0 +1,26 @@
+package api
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	outcomes *prometheus.CounterVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "smsgw_http_requests_total", Help: "HTTP requests by route and status.",
+		}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "smsgw_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "smsgw_requests_total", Help: "Send and verify requests by outcome, as audited.",
+		}, []string{"kind", "outcome", "reason"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.outcomes)
+	return m
+}

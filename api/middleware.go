@@ -1,0 +1,111 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+const (
+	ctxRequestID = "smsgw.request_id"
+	ctxClientIP  = "smsgw.client_ip"
+)
+
+// requestID is the X-Request-ID this request is answered with.
+func requestID(c echo.Context) string {
+	id, _ := c.Get(ctxRequestID).(string)
+	return id
+}
+
+// clientIP is the request's client address (see ClientIPs).
+func clientIP(c echo.Context) netip.Addr {
+	a, _ := c.Get(ctxClientIP).(netip.Addr)
+	return a
+}
+
+// validRequestID accepts the ids tracing systems send (UUIDs, ULIDs, W3C
+// trace ids, "svc-1234") and nothing that could smuggle text into logs.
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/' || c == '+' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+// withRequestContext gives every request its X-Request-ID (echoing a valid
+// incoming one) and its client address, before anything can fail.
+func withRequestContext(ips *ClientIPs) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			id := c.Request().Header.Get(echo.HeaderXRequestID)
+			if !validRequestID(id) {
+				id = newID()
+			}
+			c.Set(ctxRequestID, id)
+			c.Response().Header().Set(echo.HeaderXRequestID, id)
+			c.Set(ctxClientIP, ips.Resolve(c.Request()))
+			return next(c)
+		}
+	}
+}
+
+// newID returns a UUIDv7: unique, and ordered by time in indexes and logs.
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// observe counts and times requests per route, and logs each at debug level.
+func observe(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err) // write the envelope now, so the status is known
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			status := c.Response().Status
+			elapsed := time.Since(start)
+			m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+			if log.Enabled(c.Request().Context(), slog.LevelDebug) {
+				log.DebugContext(c.Request().Context(), "request",
+					"request_id", requestID(c), "method", c.Request().Method, "route", route,
+					"status", status, "duration", elapsed, "client_ip", clientIP(c))
+			}
+			return nil
+		}
+	}
+}
+
+// recoverPanics turns a panicking handler into a logged 500.
+func recoverPanics(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					if r == http.ErrAbortHandler {
+						panic(r)
+					}
+					log.ErrorContext(c.Request().Context(), "panic in handler", "request_id", requestID(c), "panic", r)
+					err = echo.NewHTTPError(http.StatusInternalServerError)
+				}
+			}()
+			return next(c)
+		}
+	}
+}

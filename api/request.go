@@ -1,0 +1,104 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"smsgw/otp"
+)
+
+// maxBody is the largest request body accepted (SPEC: 16 KiB).
+const maxBody = 16 << 10
+
+// decodeJSON reads a JSON object body into dst strictly: the media type must
+// be JSON, the body at most maxBody bytes, a single object of known fields
+// with the right types and nothing after it.
+func decodeJSON(r *http.Request, dst any) error {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	if r.ContentLength > maxBody {
+		return otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return &otp.Error{Code: otp.EInvalidRequest, Message: "could not read the request body", Err: err}
+	}
+	if len(body) > maxBody {
+		return otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
+	}
+	return decodeBody(body, dst)
+}
+
+// decodeBody is the JSON half of decodeJSON, kept apart for fuzzing.
+func decodeBody(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return otp.Errorf(otp.EInvalidRequest, "request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return &otp.Error{Code: otp.EInvalidRequest, Message: jsonProblem(err), Err: err}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return otp.Errorf(otp.EInvalidRequest, "request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func checkContentType(ct string) error {
+	if ct == "" {
+		return otp.Errorf(otp.EUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return otp.Errorf(otp.EUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return otp.Errorf(otp.EUnsupportedMediaType, "the only accepted charset is utf-8")
+	}
+	return nil
+}
+
+// jsonProblem says what is wrong with a body in terms a frontend developer
+// can act on, without echoing the body back.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("request body is not valid JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "request body must be a JSON object"
+		}
+		return fmt.Sprintf("%s must be a %s", typ.Field, jsonKind(typ.Type.Kind().String()))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "request body is truncated JSON"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	default:
+		return "request body is not valid JSON"
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string", "ptr":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	default:
+		return "number"
+	}
+}

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"smsgw/otp"
+)
+
+// addRoutes lists every route of the service.
+func addRoutes(
+	e *echo.Echo,
+	log *slog.Logger,
+	cfg Config,
+	svc *otp.Service,
+	auditLog otp.AuditLog,
+	outbox Outbox,
+	checks []Check,
+	reg *prometheus.Registry,
+	m *httpMetrics,
+) {
+	e.POST("/v1/otp/send", handleSend(svc, auditLog, log, m))
+
+	e.GET("/healthz", handleHealthz())
+	e.GET("/readyz", handleReadyz(checks))
+	e.GET("/metrics", handleMetrics(reg))
+
+	if outbox != nil {
+		e.GET("/v1/fake/messages", handleFakeMessages(outbox, cfg.DefaultRegion))
+	}
+}

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"smsgw/otp"
+)
+
+type sendRequest struct {
+	Phone  string `json:"phone"`
+	Region string `json:"region"`
+	Locale string `json:"locale"`
+}
+
+type sendResponse struct {
+	ID        string `json:"id"`
+	Phone     string `json:"phone"`
+	Status    string `json:"status"`
+	ExpiresIn int64  `json:"expires_in"`
+}
+
+// validate checks the request's shape; the number itself is the domain's job.
+func (r sendRequest) validate() error {
+	if r.Phone == "" {
+		return otp.Errorf(otp.EInvalidRequest, "phone is required")
+	}
+	if r.Region != "" && !otp.ValidRegion(r.Region) {
+		return otp.Errorf(otp.EInvalidRequest, "region must be an ISO 3166-1 alpha-2 code such as \"US\"")
+	}
+	if len(r.Locale) > 35 {
+		return otp.Errorf(otp.EInvalidRequest, "locale must be a BCP 47 language tag such as \"es-MX\"")
+	}
+	return nil
+}
+
+func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		ticket := newID()
+		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindSend,
+			RequestID: requestID(c), ClientIP: clientIP(c)}
+
+		var req sendRequest
+		err := decodeJSON(c.Request(), &req)
+		if err == nil {
+			err = req.validate()
+		}
+		if err != nil {
+			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
+			record(ctx, auditLog, log, m, ev)
+			return err
+		}
+
+		res, err := svc.Send(ctx, otp.SendRequest{
+			Ticket: ticket, Phone: req.Phone, Region: req.Region, Locale: req.Locale, ClientIP: ev.ClientIP,
+		})
+		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
+		ev.Outcome = outcomeOf(err, otp.OutcomeSent)
+		if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
+			ev.Reason = otp.ErrorCode(err)
+		}
+		record(ctx, auditLog, log, m, ev)
+		if res.Limited {
+			setLimitHeaders(c.Response().Header(), res.Decision)
+		}
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, sendResponse{
+			ID: ev.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
+		})
+	}
+}
+
+// outcomeOf names the audit outcome of a request that ended with err. Codes
+// outside the audit vocabulary (internal errors) are recorded as unavailable,
+// with the code as the reason.
+func outcomeOf(err error, success string) string {
+	if err == nil {
+		return success
+	}
+	switch code := otp.ErrorCode(err); code {
+	case otp.EInvalidRequest, otp.EInvalidPhone, otp.EPhoneNotAllowed, otp.ERateLimited,
+		otp.EProviderError, otp.EUnavailable, otp.EInvalidCode, otp.ENoPendingCode:
+		return code
+	case otp.EUnsupportedMediaType, otp.ERequestTooLarge:
+		return otp.EInvalidRequest
+	default:
+		return otp.EUnavailable
+	}
+}
+
+// record hands the event to the audit log. The response does not wait for
+// Postgres; the log keeps the row until it is stored.
+func record(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) {
+	m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
+	// The row must be taken even if the client has gone.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := auditLog.Record(rctx, ev); err != nil {
+		log.ErrorContext(ctx, "audit row not recorded", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/nyaruka/phonenumbers"
+
+	"smsgw"
+	"smsgw/otp"
+)
+
+// Config mirrors config.toml.
+type Config struct {
+	Server struct {
+		Listen          string   `toml:"listen"`
+		TrustedProxies  []string `toml:"trusted_proxies"`
+		ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	} `toml:"server"`
+	Log struct {
+		Level string `toml:"level"`
+	} `toml:"log"`
+	Redis struct {
+		URL       string   `toml:"url"`
+		Timeout   Duration `toml:"timeout"`
+		KeyPrefix string   `toml:"key_prefix"`
+		PoolSize  int      `toml:"pool_size"`
+	} `toml:"redis"`
+	Postgres struct {
+		URL string `toml:"url"`
+	} `toml:"postgres"`
+	Audit struct {
+		QueueSize int `toml:"queue_size"`
+		BatchSize int `toml:"batch_size"`
+	} `toml:"audit"`
+	Phone struct {
+		DefaultRegion string `toml:"default_region"`
+	} `toml:"phone"`
+	OTP struct {
+		Length      int      `toml:"length"`
+		TTL         Duration `toml:"ttl"`
+		MaxAttempts int      `toml:"max_attempts"`
+	} `toml:"otp"`
+	Limits struct {
+		IPv6Prefix int         `toml:"ipv6_prefix"`
+		IP         []LimitRule `toml:"ip"`
+		Phone      []LimitRule `toml:"phone"`
+	} `toml:"limits"`
+	Sender struct {
+		Provider string   `toml:"provider"`
+		Timeout  Duration `toml:"timeout"`
+		Fake     struct {
+			FailPrefixes []string `toml:"fail_prefixes"`
+			OutboxSize   int      `toml:"outbox_size"`
+		} `toml:"fake"`
+		Twilio struct {
+			From                string `toml:"from"`
+			MessagingServiceSID string `toml:"messaging_service_sid"`
+			APIBase             string `toml:"api_base"`
+		} `toml:"twilio"`
+	} `toml:"sender"`
+
+	// Parsed forms, filled by validate.
+	trustedProxies []netip.Prefix
+}
+
+// LimitRule is one [[limits.*]] entry.
+type LimitRule struct {
+	Window Duration `toml:"window"`
+	Max    int      `toml:"max"`
+}
+
+// Duration reads "500ms", "10m", "1h" from TOML.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration like \"10m\" or \"500ms\": %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func rules(in []LimitRule) []otp.Rule {
+	out := make([]otp.Rule, len(in))
+	for i, r := range in {
+		out[i] = otp.Rule{Window: r.Window.Duration, Max: r.Max}
+	}
+	return out
+}
+
+// loadConfig reads the embedded defaults, then the file at path (if any) over
+// them, then the environment overrides, and validates the result.
+func loadConfig(path string, getenv func(string) string) (*Config, error) {
+	var cfg Config
+	if _, err := toml.Decode(smsgw.DefaultConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("built-in defaults: %w", err)
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		// A file that lists windows replaces the default list, not adds to it.
+		var probe struct {
+			Limits struct {
+				IP    []toml.Primitive `toml:"ip"`
+				Phone []toml.Primitive `toml:"phone"`
+			} `toml:"limits"`
+		}
+		if _, err := toml.Decode(string(b), &probe); err == nil {
+			if probe.Limits.IP != nil {
+				cfg.Limits.IP = nil
+			}
+			if probe.Limits.Phone != nil {
+				cfg.Limits.Phone = nil
+			}
+		}
+		md, err := toml.Decode(string(b), &cfg)
+		if err != nil {
+			var perr toml.ParseError
+			if errors.As(err, &perr) {
+				return nil, fmt.Errorf("config %s: %s", path, perr.ErrorWithPosition())
+			}
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
+			}
+			return nil, fmt.Errorf("config %s: unknown key %s", path, strings.Join(keys, ", "))
+		}
+	}
+	for env, dst := range map[string]*string{
+		"SMSGW_LISTEN":       &cfg.Server.Listen,
+		"SMSGW_REDIS_URL":    &cfg.Redis.URL,
+		"SMSGW_DATABASE_URL": &cfg.Postgres.URL,
+	} {
+		if v := getenv(env); v != "" {
+			*dst = v
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &cfg, nil
+}
+
+// validate checks every key a mistake in which would only show at runtime,
+// and names the key.
+func (c *Config) validate() error {
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		return fmt.Errorf("server.listen: want host:port, got %q", c.Server.Listen)
+	}
+	c.trustedProxies = c.trustedProxies[:0]
+	for i, s := range c.Server.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return fmt.Errorf("server.trusted_proxies[%d]: %q is not a CIDR like \"10.0.0.0/8\"", i, s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.trustedProxies = append(c.trustedProxies, p.Masked())
+	}
+	if c.Server.ShutdownTimeout.Duration <= 0 {
+		return errors.New("server.shutdown_timeout: must be positive")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if u, err := url.Parse(c.Redis.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+		return fmt.Errorf("redis.url: want redis://host:port/db, got %q", c.Redis.URL)
+	}
+	if c.Redis.Timeout.Duration <= 0 {
+		return errors.New("redis.timeout: must be positive")
+	}
+	if c.Redis.PoolSize < 0 {
+		return errors.New("redis.pool_size: must not be negative")
+	}
+	if u, err := url.Parse(c.Postgres.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("postgres.url: want postgres://user@host:port/db")
+	}
+	if c.Audit.QueueSize < 1 {
+		return errors.New("audit.queue_size: must be at least 1")
+	}
+	if c.Audit.BatchSize < 1 {
+		return errors.New("audit.batch_size: must be at least 1")
+	}
+	c.Phone.DefaultRegion = strings.ToUpper(c.Phone.DefaultRegion)
+	if !phonenumbers.GetSupportedRegions()[c.Phone.DefaultRegion] {
+		return fmt.Errorf("phone.default_region: %q is not a supported ISO 3166-1 alpha-2 region", c.Phone.DefaultRegion)
+	}
+	if c.OTP.Length < 4 || c.OTP.Length > 10 {
+		return fmt.Errorf("otp.length: want 4 to 10 digits, got %d", c.OTP.Length)
+	}
+	if c.OTP.TTL.Duration < time.Second {
+		return fmt.Errorf("otp.ttl: must be at least 1s, got %s", c.OTP.TTL.Duration)
+	}
+	if c.OTP.MaxAttempts < 1 {
+		return fmt.Errorf("otp.max_attempts: must be at least 1, got %d", c.OTP.MaxAttempts)
+	}
+	if c.Limits.IPv6Prefix < 1 || c.Limits.IPv6Prefix > 128 {
+		return fmt.Errorf("limits.ipv6_prefix: want 1 to 128, got %d", c.Limits.IPv6Prefix)
+	}
+	if err := otp.ValidateRules(rules(c.Limits.IP)); err != nil {
+		return fmt.Errorf("limits.ip%w", err)
+	}
+	if err := otp.ValidateRules(rules(c.Limits.Phone)); err != nil {
+		return fmt.Errorf("limits.phone%w", err)
+	}
+	switch c.Sender.Provider {
+	case "fake":
+	case "twilio":
+		return errors.New("sender.provider: \"twilio\" is not available in this build yet; use \"fake\"")
+	default:
+		return fmt.Errorf("sender.provider: want \"fake\" or \"twilio\", got %q", c.Sender.Provider)
+	}
+	if c.Sender.Timeout.Duration <= 0 {
+		return errors.New("sender.timeout: must be positive")
+	}
+	if c.Sender.Fake.OutboxSize < 1 {
+		return errors.New("sender.fake.outbox_size: must be at least 1")
+	}
+	for i, p := range c.Sender.Fake.FailPrefixes {
+		if !strings.HasPrefix(p, "+") {
+			return fmt.Errorf("sender.fake.fail_prefixes[%d]: %q must be an E.164 prefix starting with +", i, p)
+		}
+	}
+	return nil
+}

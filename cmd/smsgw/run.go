@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/api"
+	"smsgw/audit"
+	"smsgw/migrations"
+	"smsgw/otp"
+	"smsgw/ratelimit"
+	"smsgw/sender"
+	"smsgw/sender/fake"
+)
+
+// run is the whole program; main only wires it to the process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("smsgw", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (default: $SMSGW_CONFIG, else ./config.toml if present, else built-in defaults)")
+	dev := fs.Bool("dev", false, "run with no outside services: in-process Redis, audit to stderr, fake provider, loopback only")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: smsgw [serve|migrate] [-config PATH] [-dev]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cmd := "serve"
+	if rest := fs.Args(); len(rest) > 0 {
+		cmd = rest[0]
+		if err := fs.Parse(rest[1:]); err != nil { // flags may follow the command
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+	}
+
+	path := *configPath
+	if path == "" {
+		path = getenv("SMSGW_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("config.toml"); err == nil {
+			path = "config.toml"
+		}
+	}
+	cfg, err := loadConfig(path, getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log.Level, stderr)
+
+	switch cmd {
+	case "serve":
+		if *dev {
+			return serveDev(ctx, cfg, log, stderr)
+		}
+		return serve(ctx, cfg, log)
+	case "migrate":
+		if *dev {
+			return errors.New("-dev has no database to migrate")
+		}
+		return migrate(ctx, cfg, log)
+	default:
+		fs.Usage()
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// migrate creates the database if it is missing (and the role may), then
+// applies pending migrations.
+func migrate(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := migrations.EnsureDatabase(ctx, cfg.Postgres.URL); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	conn, err := pgx.Connect(ctx, cfg.Postgres.URL)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	applied, err := migrations.Apply(ctx, conn)
+	if err != nil {
+		return err
+	}
+	log.Info("database schema up to date", "applied", applied)
+	return nil
+}
+
+func newRedis(cfg *Config) (*redis.Client, error) {
+	opt, err := redis.ParseURL(cfg.Redis.URL)
+	if err != nil {
+		return nil, fmt.Errorf("redis.url: %w", err)
+	}
+	t := cfg.Redis.Timeout.Duration
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = t, t, t
+	opt.PoolTimeout = t
+	opt.ContextTimeoutEnabled = true
+	// A retry would double the time a request waits on a dead Redis; the
+	// request fails closed instead and the client may try again.
+	opt.MaxRetries = -1
+	if cfg.Redis.PoolSize > 0 {
+		opt.PoolSize = cfg.Redis.PoolSize
+	}
+	return redis.NewClient(opt), nil
+}
+
+// deps is what serve and serveDev build differently; the rest is shared.
+type deps struct {
+	rdb      *redis.Client
+	auditLog otp.AuditLog
+	checks   []api.Check
+	onText   func(fake.Message)
+	// closeAudit flushes the audit log at shutdown.
+	closeAudit func(ctx context.Context) error
+}
+
+func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	if err := migrate(ctx, cfg, log); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, cfg.Postgres.URL)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer pool.Close()
+	rdb, err := newRedis(cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		log.Warn("redis is not answering; sends answer 503 until it does", "err", err)
+	}
+	reg := newRegistry()
+	writer := audit.NewWriter(pool, audit.Options{QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize, Metrics: reg}, log)
+	return serveHTTP(ctx, cfg, log, reg, deps{
+		rdb:      rdb,
+		auditLog: writer,
+		checks: []api.Check{
+			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+			{Name: "postgres", Check: pool.Ping},
+		},
+		closeAudit: writer.Close,
+	})
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveHTTP builds the service over d and serves until ctx ends, then shuts
+// down in order: stop taking requests, finish in-flight ones, flush audit.
+func serveHTTP(ctx context.Context, cfg *Config, log *slog.Logger, reg *prometheus.Registry, d deps) error {
+	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix)
+	outbox := fake.New(cfg.Sender.Fake.OutboxSize, cfg.Sender.Fake.FailPrefixes, d.onText)
+	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
+	svc := otp.NewService(otp.Config{
+		DefaultRegion: cfg.Phone.DefaultRegion,
+		IPv6Prefix:    cfg.Limits.IPv6Prefix,
+		IPRules:       rules(cfg.Limits.IP),
+		PhoneRules:    rules(cfg.Limits.Phone),
+		CodeLength:    cfg.OTP.Length,
+		CodeTTL:       cfg.OTP.TTL.Duration,
+		SendTimeout:   cfg.Sender.Timeout.Duration,
+	}, limiter, router, log)
+	handler := api.NewServer(log, api.Config{
+		TrustedProxies: cfg.trustedProxies,
+		DefaultRegion:  cfg.Phone.DefaultRegion,
+	}, svc, d.auditLog, outbox, d.checks, reg)
+
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("server.listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("smsgw listening", "addr", ln.Addr().String(), "provider", cfg.Sender.Provider)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.Duration)
+	defer cancel()
+	shutdownErr := srv.Shutdown(sctx)
+	if shutdownErr != nil {
+		log.Error("in-flight requests did not finish in time", "err", shutdownErr)
+	}
+	if err := d.closeAudit(sctx); err != nil {
+		return err
+	}
+	log.Info("shutdown complete")
+	return nil
+}

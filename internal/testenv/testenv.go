@@ -1,0 +1,121 @@
+// Package testenv connects tests to the real Redis and Postgres they run
+// against. A missing service skips a test on a laptop and fails it in CI
+// (CI=true), so CI can never pass by testing nothing.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisURL is the Redis the tests use (SMSGW_TEST_REDIS_URL).
+func RedisURL() string {
+	if u := os.Getenv("SMSGW_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// PostgresURL is a database the tests may connect to in order to create their
+// own (SMSGW_TEST_DATABASE_URL).
+func PostgresURL() string {
+	if u := os.Getenv("SMSGW_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// Unavailable skips t, or fails it when CI=true.
+func Unavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not available and CI=true: %v", what, err)
+	}
+	t.Skipf("%s is not available (%v); run `make test` to start it", what, err)
+}
+
+// Unique returns a short random name part, so concurrent tests and packages
+// sharing one Redis or Postgres never see each other's data.
+func Unique() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Redis returns a client and a key prefix of the test's own. Keys under the
+// prefix are deleted when the test ends.
+func Redis(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatalf("SMSGW_TEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		Unavailable(t, "Redis at "+RedisURL(), err)
+	}
+	prefix := "test:" + Unique() + ":"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	return rdb, prefix
+}
+
+// Database creates an empty database of the test's own and returns its URL.
+// It is dropped when the test ends.
+func Database(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, PostgresURL())
+	if err != nil {
+		Unavailable(t, "Postgres at "+PostgresURL(), err)
+	}
+	defer admin.Close(context.Background())
+	name := "smsgw_test_" + Unique()
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, PostgresURL())
+		if err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	return WithDatabase(PostgresURL(), name)
+}
+
+// WithDatabase returns the Postgres URL u pointing at database name.
+func WithDatabase(u, name string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	parsed.Path = "/" + strings.TrimPrefix(name, "/")
+	return parsed.String()
+}

@@ -1,0 +1,95 @@
+package otp
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// maxPhoneInput bounds what reaches the parser. The longest legitimate
+// notation ("+1 (415) 555-0100 ext. 12345" and the like) is far shorter; the
+// bound keeps hostile input cheap to refuse.
+const maxPhoneInput = 64
+
+// Phone is a validated phone number.
+type Phone struct {
+	E164    string // "+14155550100": the identity used for limits, codes and audit
+	Country string // ISO 3166-1 alpha-2 region of the number, e.g. "US"
+	Type    string // phonenumbers' type in snake case, e.g. "mobile"
+}
+
+// ParsePhone normalizes a number written in any common notation. region is
+// the ISO 3166-1 alpha-2 code used for national notation ("(415) 555-0100");
+// numbers in international notation ignore it. Anything that is not a valid,
+// dialable number is an EInvalidPhone error.
+func ParsePhone(raw, region string) (Phone, error) {
+	if len(raw) > maxPhoneInput {
+		return Phone{}, Errorf(EInvalidPhone, "phone is too long")
+	}
+	if !utf8.ValidString(raw) || strings.ContainsFunc(raw, isControl) {
+		return Phone{}, Errorf(EInvalidPhone, "phone contains control or invalid characters")
+	}
+	if strings.TrimSpace(raw) == "" {
+		return Phone{}, Errorf(EInvalidPhone, "phone is empty")
+	}
+	num, err := phonenumbers.Parse(raw, strings.ToUpper(region))
+	if err != nil {
+		return Phone{}, &Error{Code: EInvalidPhone, Message: "phone is not a phone number", Err: err}
+	}
+	if !phonenumbers.IsValidNumber(num) {
+		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number")
+	}
+	return Phone{
+		E164:    phonenumbers.Format(num, phonenumbers.E164),
+		Country: phonenumbers.GetRegionCodeForNumber(num),
+		Type:    numberTypeName(phonenumbers.GetNumberType(num)),
+	}, nil
+}
+
+// ValidRegion reports whether s has the shape of an ISO 3166-1 alpha-2 code.
+// Whether the region exists is left to the parser: an unknown region only
+// matters for national notation, where it makes the number unparseable.
+func ValidRegion(s string) bool {
+	if len(s) != 2 {
+		return false
+	}
+	for i := 0; i < 2; i++ {
+		c := s[i] | 0x20 // ASCII lower case
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+func numberTypeName(t phonenumbers.PhoneNumberType) string {
+	switch t {
+	case phonenumbers.FIXED_LINE:
+		return "fixed_line"
+	case phonenumbers.MOBILE:
+		return "mobile"
+	case phonenumbers.FIXED_LINE_OR_MOBILE:
+		return "fixed_line_or_mobile"
+	case phonenumbers.TOLL_FREE:
+		return "toll_free"
+	case phonenumbers.PREMIUM_RATE:
+		return "premium_rate"
+	case phonenumbers.SHARED_COST:
+		return "shared_cost"
+	case phonenumbers.VOIP:
+		return "voip"
+	case phonenumbers.PERSONAL_NUMBER:
+		return "personal_number"
+	case phonenumbers.PAGER:
+		return "pager"
+	case phonenumbers.UAN:
+		return "uan"
+	case phonenumbers.VOICEMAIL:
+		return "voicemail"
+	default:
+		return "unknown"
+	}
+}

@@ -1,0 +1,103 @@
+// Package ratelimit implements otp.Limiter on Redis: exact sliding windows
+// kept as sorted sets, decided for all subjects in one atomic script.
+package ratelimit
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+//go:embed allow.lua
+var allowSource string
+
+var allowScript = redis.NewScript(allowSource)
+
+// Limiter is an otp.Limiter on one Redis primary. All keys of a decision are
+// touched by one script, so on Redis Cluster they would have to share a slot;
+// smsgw expects a single primary (with replicas or Sentinel for failover).
+type Limiter struct {
+	rdb    redis.Cmdable
+	prefix string
+	// now replaces Redis TIME; only tests set it.
+	now func() time.Time
+}
+
+var _ otp.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter whose keys start with prefix (e.g. "smsgw:").
+func New(rdb redis.Cmdable, prefix string) *Limiter {
+	return &Limiter{rdb: rdb, prefix: prefix}
+}
+
+func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:" + s.Key }
+
+// Allow decides the request for every window of every subject in one
+// EVALSHA (EVAL after a script flush or Redis restart).
+func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subject) (otp.Decision, error) {
+	if len(subjects) == 0 {
+		return otp.Decision{Allowed: true}, nil
+	}
+	keys := make([]string, len(subjects))
+	nrules := 0
+	for i, s := range subjects {
+		keys[i] = l.key(s)
+		nrules += len(s.Rules)
+	}
+	args := make([]any, 0, 2+len(subjects)+2*nrules)
+	if l.now != nil {
+		args = append(args, l.now().UnixMicro())
+	} else {
+		args = append(args, "")
+	}
+	args = append(args, ticket)
+	policies := make([]otp.Window, 0, nrules)
+	for _, s := range subjects {
+		args = append(args, len(s.Rules))
+		for _, r := range s.Rules {
+			args = append(args, r.Window.Microseconds(), r.Max)
+			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
+		}
+	}
+
+	vals, err := allowScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
+	}
+	if len(vals) != 5 || vals[2] < 1 || int(vals[2]) > len(policies) {
+		return otp.Decision{}, fmt.Errorf("ratelimit: allow: unexpected reply %v", vals)
+	}
+	tight := policies[vals[2]-1]
+	tight.Used = int(vals[3])
+	tight.Reset = time.Duration(vals[4]) * time.Microsecond
+	d := otp.Decision{
+		Allowed:  vals[0] == 1,
+		Now:      time.UnixMicro(vals[1]),
+		Tightest: tight,
+		Policies: policies,
+	}
+	if !d.Allowed {
+		d.RetryAfter = tight.Reset
+	}
+	return d, nil
+}
+
+// Refund removes an admitted request from every subject it was recorded in.
+// Removing a ticket that is not there is harmless, so a refund may be retried.
+func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subject) error {
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range subjects {
+			p.ZRem(ctx, l.key(s), ticket)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ratelimit: refund: %w", err)
+	}
+	return nil
+}
