@@ -50,8 +50,10 @@ var (
 	phoneRules = []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}}
 )
 
-func phone(n string) otp.Subject { return otp.Subject{Scope: "phone", Key: "phone:" + n, Rules: phoneRules} }
-func ip(a string) otp.Subject    { return otp.Subject{Scope: "ip", Key: "ip:" + a, Rules: ipRules} }
+func phone(n string) otp.Subject {
+	return otp.Subject{Scope: "phone", Key: "phone:" + n, Rules: phoneRules}
+}
+func ip(a string) otp.Subject { return otp.Subject{Scope: "ip", Key: "ip:" + a, Rules: ipRules} }
 
 var ticketSeq atomic.Int64
 

@@ -1,0 +1,47 @@
+# make test   everything CI checks (starts Redis and Postgres if needed)
+# make run    the service against local Redis and Postgres
+# make dev    the service with no outside services
+# make bench  limiter and HTTP benchmarks against their baselines
+
+GO        ?= go
+FUZZTIME  ?= 5s
+BENCHTIME ?= 3s
+export SMSGW_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+export SMSGW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/smsgw_test?sslmode=disable
+# make test starts what it needs, so a missing service is a failure, never a skip.
+export CI ?= true
+
+# Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
+FUZZ_TARGETS = ./otp:FuzzParsePhone ./api:FuzzDecodeSend ./api:FuzzClientIP
+
+.PHONY: test services vet fuzz run dev bench build
+test: services vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz
+
+services:
+	@bash .ci/services
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+build:
+	$(GO) build -o bin/smsgw ./cmd/smsgw
+
+run: services
+	$(GO) run ./cmd/smsgw
+
+dev:
+	$(GO) run ./cmd/smsgw -dev
+
+bench: services
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit ./api

@@ -1,0 +1,466 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/api"
+	"smsgw/audit"
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+	"smsgw/ratelimit"
+	"smsgw/sender"
+	"smsgw/sender/fake"
+)
+
+// syncBuffer collects the JSON-lines audit log of a test server.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// rows parses the audit lines written so far.
+func (b *syncBuffer) rows(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var row map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+type testServer struct {
+	URL    string
+	outbox *fake.Provider
+	audit  *syncBuffer
+}
+
+type serverOpts struct {
+	rdb            *redis.Client // nil: the test Redis
+	trustedProxies []netip.Prefix
+	checks         []api.Check
+}
+
+func newTestServer(t *testing.T, o serverOpts) *testServer {
+	t.Helper()
+	rdb, prefix := o.rdb, "x:"
+	if rdb == nil {
+		rdb, prefix = testenv.Redis(t)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	box := fake.New(1000, []string{"+1201"}, nil)
+	svc := otp.NewService(otp.Config{
+		DefaultRegion: "US",
+		IPv6Prefix:    64,
+		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
+		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
+		CodeLength:    6,
+		CodeTTL:       10 * time.Minute,
+		SendTimeout:   time.Second,
+	}, ratelimit.New(rdb, prefix), sender.NewRouter(sender.Named{Name: "fake", Provider: box}), log)
+	buf := &syncBuffer{}
+	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US"},
+		svc, audit.NewJSONLines(buf), box, o.checks, prometheus.NewRegistry())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &testServer{URL: srv.URL, outbox: box, audit: buf}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+func (r response) errorCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+func (r response) errorField(name string) any {
+	e, _ := r.body["error"].(map[string]any)
+	return e[name]
+}
+
+func do(t *testing.T, method, url, contentType string, body io.Reader, header map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func send(t *testing.T, s *testServer, body string, header map[string]string) response {
+	t.Helper()
+	return do(t, http.MethodPost, s.URL+"/v1/otp/send", "application/json", strings.NewReader(body), header)
+}
+
+func TestSendAccepted(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	r := send(t, s, `{"phone": "(415) 555-2671", "locale": "en-US"}`, map[string]string{"X-Request-ID": "req-abc-123"})
+	if r.status != http.StatusAccepted {
+		t.Fatalf("status %d: %s", r.status, r.raw)
+	}
+	want := map[string]any{"id": "req-abc-123", "phone": "+14155552671", "status": "pending", "expires_in": 600.0}
+	for k, v := range want {
+		if r.body[k] != v {
+			t.Errorf("body.%s = %v, want %v", k, r.body[k], v)
+		}
+	}
+	if got := r.header.Get("X-Request-ID"); got != "req-abc-123" {
+		t.Errorf("X-Request-ID = %q, want the incoming one", got)
+	}
+	wantHeaders := map[string]string{
+		"RateLimit-Policy":      `"phone-1m";q=1;w=60, "phone-10m";q=5;w=600, "phone-1h";q=10;w=3600, "ip-1m";q=5;w=60, "ip-10m";q=30;w=600, "ip-1h";q=50;w=3600`,
+		"RateLimit":             `"phone-1m";r=0;t=60`,
+		"X-RateLimit-Limit":     "1",
+		"X-RateLimit-Remaining": "0",
+	}
+	for k, v := range wantHeaders {
+		if got := r.header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	reset, _ := strconv.ParseInt(r.header.Get("X-RateLimit-Reset"), 10, 64)
+	if d := reset - time.Now().Unix(); d < 59 || d > 61 {
+		t.Errorf("X-RateLimit-Reset = %d, %d s from now; want about 60", reset, d)
+	}
+	if r.header.Get("Retry-After") != "" {
+		t.Error("Retry-After on an accepted request")
+	}
+	if msgs := s.outbox.Messages("+14155552671"); len(msgs) != 1 {
+		t.Fatalf("outbox: %+v", msgs)
+	}
+	rows := s.audit.rows(t)
+	if len(rows) != 1 || rows[0]["outcome"] != "sent" || rows[0]["phone_e164"] != "+14155552671" ||
+		rows[0]["request_id"] != "req-abc-123" || rows[0]["client_ip"] != "127.0.0.1" || rows[0]["provider"] != "fake" || rows[0]["provider_message_id"] == "" {
+		t.Fatalf("audit rows %v", rows)
+	}
+	if strings.Contains(s.audit.buf.String(), strings.TrimPrefix(s.outbox.Messages("")[0].Body, "Your verification code is ")) {
+		t.Fatal("the code is in the audit log")
+	}
+}
+
+func TestSendRateLimited(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	if r := send(t, s, `{"phone": "+14155552671"}`, nil); r.status != http.StatusAccepted {
+		t.Fatalf("first: %d %s", r.status, r.raw)
+	}
+	r := send(t, s, `{"phone": "+1 415 555 2671"}`, nil)
+	if r.status != http.StatusTooManyRequests || r.errorCode() != "rate_limited" {
+		t.Fatalf("second: %d %s", r.status, r.raw)
+	}
+	if r.errorField("scope") != "phone" || r.errorField("window") != "1m" || r.errorField("limit") != 1.0 {
+		t.Fatalf("error fields: %s", r.raw)
+	}
+	retry := r.errorField("retry_after").(float64)
+	if retry < 59 || retry > 60 {
+		t.Fatalf("retry_after = %v", retry)
+	}
+	if got := r.header.Get("Retry-After"); got != strconv.Itoa(int(retry)) {
+		t.Fatalf("Retry-After = %q, body retry_after = %v", got, retry)
+	}
+	if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"phone-1m";r=0;t=%d`, int(retry)); got != want {
+		t.Fatalf("RateLimit = %q, want %q", got, want)
+	}
+	if r.header.Get("X-RateLimit-Remaining") != "0" || r.header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("headers %v", r.header)
+	}
+	rows := s.audit.rows(t)
+	if last := rows[len(rows)-1]; last["outcome"] != "rate_limited" || last["reason"] != "phone:1m" {
+		t.Fatalf("audit row %v", last)
+	}
+}
+
+func TestSendClientErrors(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	big := `{"phone": "+14155552671", "locale": "` + strings.Repeat("x", 17000) + `"}`
+	exactly16k := `{"phone": "+14155552671"}` + strings.Repeat(" ", 16384-len(`{"phone": "+14155552671"}`))
+	tests := []struct {
+		name, contentType, body string
+		status                  int
+		code                    string
+	}{
+		{"not JSON", "application/json", `phone=+14155552671`, 400, "invalid_request"},
+		{"empty body", "application/json", ``, 400, "invalid_request"},
+		{"phone is a number", "application/json", `{"phone": 14155552671}`, 400, "invalid_request"},
+		{"phone is an object", "application/json", `{"phone": {"n": 1}}`, 400, "invalid_request"},
+		{"region is a number", "application/json", `{"phone": "+14155552671", "region": 1}`, 400, "invalid_request"},
+		{"missing phone", "application/json", `{"region": "US"}`, 400, "invalid_request"},
+		{"null phone", "application/json", `{"phone": null}`, 400, "invalid_request"},
+		{"empty phone", "application/json", `{"phone": ""}`, 400, "invalid_request"},
+		{"array body", "application/json", `["+14155552671"]`, 400, "invalid_request"},
+		{"two objects", "application/json", `{"phone": "+14155552671"}{"phone": "+14155552672"}`, 400, "invalid_request"},
+		{"truncated", "application/json", `{"phone": "+1415`, 400, "invalid_request"},
+		{"unknown field", "application/json", `{"phone": "+14155552671", "phone_number": "x"}`, 400, "invalid_request"},
+		{"region not alpha-2", "application/json", `{"phone": "+14155552671", "region": "USA"}`, 400, "invalid_request"},
+		{"locale too long", "application/json", `{"phone": "+14155552671", "locale": "` + strings.Repeat("a", 40) + `"}`, 400, "invalid_request"},
+		{"no content type", "", `{"phone": "+14155552671"}`, 415, "unsupported_media_type"},
+		{"text/plain", "text/plain", `{"phone": "+14155552671"}`, 415, "unsupported_media_type"},
+		{"form", "application/x-www-form-urlencoded", `phone=1`, 415, "unsupported_media_type"},
+		{"latin1 charset", "application/json; charset=latin1", `{"phone": "+14155552671"}`, 415, "unsupported_media_type"},
+		{"garbage content type", "application/json; ;;=", `{"phone": "+14155552671"}`, 415, "unsupported_media_type"},
+		{"over 16 KiB", "application/json", big, 413, "request_too_large"},
+		{"letters", "application/json", `{"phone": "call me"}`, 400, "invalid_phone"},
+		{"too short", "application/json", `{"phone": "12"}`, 400, "invalid_phone"},
+		{"unknown country code", "application/json", `{"phone": "+999 1234 5678"}`, 400, "invalid_phone"},
+		{"5000 digits", "application/json", `{"phone": "` + strings.Repeat("5", 5000) + `"}`, 400, "invalid_phone"},
+		{"NUL byte", "application/json", `{"phone": "+1415555\u00002671"}`, 400, "invalid_phone"},
+		{"invalid UTF-8", "application/json", "{\"phone\": \"+1415\xff5552671\"}", 400, "invalid_phone"},
+		{"unknown region, national number", "application/json", `{"phone": "415 555 2671", "region": "ZZ"}`, 400, "invalid_phone"},
+		{"exactly 16 KiB is read", "application/json; charset=UTF-8", exactly16k, 202, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, s.URL+"/v1/otp/send", tt.contentType, strings.NewReader(tt.body), nil)
+			if r.status != tt.status || r.errorCode() != tt.code {
+				t.Fatalf("got %d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
+			}
+			if tt.code != "" {
+				if msg, _ := r.errorField("message").(string); msg == "" {
+					t.Fatalf("no message in %s", r.raw)
+				}
+				if r.header.Get("RateLimit") != "" {
+					t.Fatal("limit headers on a request that never reached the limiter")
+				}
+			}
+			if r.header.Get("X-Request-ID") == "" {
+				t.Fatal("no X-Request-ID")
+			}
+		})
+	}
+	// Nothing but the one valid request was texted, and every request left
+	// exactly one audit row.
+	if n := len(s.outbox.Messages("")); n != 1 {
+		t.Fatalf("outbox holds %d texts", n)
+	}
+	rows := s.audit.rows(t)
+	if len(rows) != len(tests) {
+		t.Fatalf("%d audit rows for %d requests", len(rows), len(tests))
+	}
+	for _, row := range rows[:len(rows)-1] {
+		if o := row["outcome"]; o != "invalid_request" && o != "invalid_phone" {
+			t.Fatalf("audit outcome %v", row)
+		}
+	}
+}
+
+func TestSendProviderRefusal(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	for i := 0; i < 3; i++ { // refunds: never rate_limited
+		r := send(t, s, `{"phone": "+1 201 555 0123"}`, nil)
+		if r.status != http.StatusBadGateway || r.errorCode() != "provider_error" {
+			t.Fatalf("attempt %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	rows := s.audit.rows(t)
+	if rows[0]["outcome"] != "provider_error" || rows[0]["provider"] != "fake" || rows[0]["reason"] != "refused" {
+		t.Fatalf("audit row %v", rows[0])
+	}
+}
+
+func TestSendRedisDown(t *testing.T) {
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { dead.Close() })
+	s := newTestServer(t, serverOpts{rdb: dead})
+	start := time.Now()
+	r := send(t, s, `{"phone": "+14155552671"}`, nil)
+	if r.status != http.StatusServiceUnavailable || r.errorCode() != "unavailable" {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("took %v to fail closed", el)
+	}
+	if strings.Contains(string(r.raw), "127.0.0.1:1") {
+		t.Errorf("internal detail leaked: %s", r.raw)
+	}
+	if len(s.outbox.Messages("")) != 0 {
+		t.Fatal("texted without a limit check")
+	}
+	if rows := s.audit.rows(t); len(rows) != 1 || rows[0]["outcome"] != "unavailable" {
+		t.Fatalf("audit %v", rows)
+	}
+}
+
+func TestRequestIDs(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	for _, tt := range []struct{ name, in string }{
+		{"none", ""},
+		{"too long", strings.Repeat("a", 129)},
+		{"spaces", "a b"},
+		{"log injection", "abc\u2028def"},
+		{"quotes", `"abc"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, map[string]string{"X-Request-ID": tt.in})
+			got := r.header.Get("X-Request-ID")
+			if got == "" || got == tt.in || len(got) != 36 {
+				t.Fatalf("X-Request-ID %q for incoming %q: want a fresh UUID", got, tt.in)
+			}
+		})
+	}
+	r := do(t, http.MethodGet, s.URL+"/nope", "", nil, map[string]string{"X-Request-ID": "trace-1"})
+	if r.status != 404 || r.errorCode() != "not_found" || r.header.Get("X-Request-ID") != "trace-1" {
+		t.Fatalf("unknown route: %d %v %s", r.status, r.header, r.raw)
+	}
+	r = do(t, http.MethodGet, s.URL+"/v1/otp/send", "", nil, nil)
+	if r.status != 405 || r.errorCode() != "method_not_allowed" {
+		t.Fatalf("wrong method: %d %s", r.status, r.raw)
+	}
+}
+
+func TestClientIPFromTrustedProxy(t *testing.T) {
+	s := newTestServer(t, serverOpts{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	// Five sends from one client behind the proxy fill its minute; a spoofed
+	// left-most hop does not make it another client.
+	for i := 0; i < 5; i++ {
+		h := map[string]string{"X-Forwarded-For": fmt.Sprintf("10.9.9.%d, 203.0.113.9", i)}
+		if r := send(t, s, fmt.Sprintf(`{"phone": "+1415555267%d"}`, i), h); r.status != 202 {
+			t.Fatalf("send %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.9"})
+	if r.status != 429 || r.errorField("scope") != "ip" {
+		t.Fatalf("sixth: %d %s", r.status, r.raw)
+	}
+	if r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.10"}); r.status != 202 {
+		t.Fatalf("another client: %d %s", r.status, r.raw)
+	}
+	rows := s.audit.rows(t)
+	if rows[0]["client_ip"] != "203.0.113.9" {
+		t.Fatalf("audit client_ip %v", rows[0]["client_ip"])
+	}
+}
+
+func TestConcurrentSendsForOnePhoneAdmitOne(t *testing.T) {
+	s := newTestServer(t, serverOpts{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	var accepted, limited atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := send(t, s, `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": fmt.Sprintf("198.18.%d.%d", i/200, i%200)})
+			switch r.status {
+			case 202:
+				accepted.Add(1)
+			case 429:
+				limited.Add(1)
+			default:
+				t.Errorf("status %d %s", r.status, r.raw)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if accepted.Load() != 1 || limited.Load() != 99 {
+		t.Fatalf("accepted %d, limited %d; want 1 and 99", accepted.Load(), limited.Load())
+	}
+	if n := len(s.outbox.Messages("+14155552671")); n != 1 {
+		t.Fatalf("%d texts", n)
+	}
+}
+
+func TestFakeMessages(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	send(t, s, `{"phone": "+44 7400 123456"}`, nil)
+	send(t, s, `{"phone": "+14155552671"}`, nil)
+	for _, q := range []string{"%2B447400123456", "+447400123456", "%2B44%207400%20123456"} {
+		t.Run(q, func(t *testing.T) {
+			r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone="+q, "", nil, nil)
+			var msgs []map[string]any
+			if err := json.Unmarshal(r.raw, &msgs); err != nil || r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			if len(msgs) != 1 || msgs[0]["to"] != "+447400123456" || !strings.HasPrefix(msgs[0]["body"].(string), "Your verification code is ") {
+				t.Fatalf("messages %s", r.raw)
+			}
+			if _, err := time.Parse(time.RFC3339, msgs[0]["sent_at"].(string)); err != nil {
+				t.Fatalf("sent_at: %v", err)
+			}
+		})
+	}
+	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=nope", "", nil, nil); r.status != 400 || r.errorCode() != "invalid_phone" {
+		t.Fatalf("bad phone: %d %s", r.status, r.raw)
+	}
+	r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=%2B14155559999", "", nil, nil)
+	if r.status != 200 || strings.TrimSpace(string(r.raw)) != "[]" {
+		t.Fatalf("no texts must be [], got %d %s", r.status, r.raw)
+	}
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	ok := func(context.Context) error { return nil }
+	down := func(context.Context) error { return fmt.Errorf("connection refused") }
+	s := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: down}}})
+	if r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, nil); r.status != 200 {
+		t.Fatalf("healthz %d", r.status)
+	}
+	r := do(t, http.MethodGet, s.URL+"/readyz", "", nil, nil)
+	if r.status != 503 || r.errorCode() != "unavailable" || !strings.Contains(string(r.raw), "postgres") {
+		t.Fatalf("readyz %d %s", r.status, r.raw)
+	}
+	if failed := r.errorField("failed").([]any); len(failed) != 1 || failed[0] != "postgres" {
+		t.Fatalf("failed = %v", failed)
+	}
+	s2 := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: ok}}})
+	if r := do(t, http.MethodGet, s2.URL+"/readyz", "", nil, nil); r.status != 200 {
+		t.Fatalf("readyz %d %s", r.status, r.raw)
+	}
+	send(t, s2, `{"phone": "+14155552671"}`, nil)
+	m := do(t, http.MethodGet, s2.URL+"/metrics", "", nil, nil)
+	for _, want := range []string{`smsgw_http_requests_total{route="/v1/otp/send",status="202"} 1`, `smsgw_requests_total{kind="send",outcome="sent",reason=""} 1`} {
+		if !strings.Contains(string(m.raw), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

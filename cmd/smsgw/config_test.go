@@ -1,0 +1,139 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"smsgw/otp"
+)
+
+func noEnv(string) string { return "" }
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "smsgw.toml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The built-in defaults are the SPEC's.
+func TestDefaultsAreTheSpec(t *testing.T) {
+	cfg, err := loadConfig("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"server.listen", cfg.Server.Listen, "127.0.0.1:8080"},
+		{"redis.url", cfg.Redis.URL, "redis://127.0.0.1:6379/0"},
+		{"postgres.url", cfg.Postgres.URL, "postgres://postgres@127.0.0.1:5432/smsgw?sslmode=disable"},
+		{"phone.default_region", cfg.Phone.DefaultRegion, "US"},
+		{"otp.length", cfg.OTP.Length, 6},
+		{"otp.ttl", cfg.OTP.TTL.Duration, 10 * time.Minute},
+		{"otp.max_attempts", cfg.OTP.MaxAttempts, 5},
+		{"sender.provider", cfg.Sender.Provider, "fake"},
+		{"sender.twilio.api_base", cfg.Sender.Twilio.APIBase, "https://api.twilio.com"},
+		{"limits.ipv6_prefix", cfg.Limits.IPv6Prefix, 64},
+		{"redis.timeout", cfg.Redis.Timeout.Duration, 500 * time.Millisecond},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Fatalf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+	wantIP := []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}}
+	wantPhone := []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}}
+	if got := rules(cfg.Limits.IP); !slices.Equal(got, wantIP) {
+		t.Errorf("limits.ip = %v, want %v", got, wantIP)
+	}
+	if got := rules(cfg.Limits.Phone); !slices.Equal(got, wantPhone) {
+		t.Errorf("limits.phone = %v, want %v", got, wantPhone)
+	}
+}
+
+func TestConfigFileOverridesDefaults(t *testing.T) {
+	path := writeConfig(t, `
+[server]
+trusted_proxies = ["10.0.0.0/8", "192.0.2.1"]
+
+[[limits.phone]]
+window = "2s"
+max = 1
+`)
+	cfg, err := loadConfig(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Limits.Phone) != 1 || cfg.Limits.Phone[0].Window.Duration != 2*time.Second {
+		t.Fatalf("limits.phone = %v: a file's list must replace the defaults", cfg.Limits.Phone)
+	}
+	if len(cfg.Limits.IP) != 3 {
+		t.Fatalf("limits.ip = %v: untouched lists keep their defaults", cfg.Limits.IP)
+	}
+	if len(cfg.trustedProxies) != 2 || cfg.trustedProxies[1].String() != "192.0.2.1/32" {
+		t.Fatalf("trusted proxies %v", cfg.trustedProxies)
+	}
+	if cfg.OTP.Length != 6 {
+		t.Fatal("defaults lost")
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	env := map[string]string{
+		"SMSGW_LISTEN":       "127.0.0.1:9999",
+		"SMSGW_REDIS_URL":    "redis://10.0.0.1:6380/2",
+		"SMSGW_DATABASE_URL": "postgres://u@db:5432/x",
+	}
+	cfg, err := loadConfig("", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Listen != env["SMSGW_LISTEN"] || cfg.Redis.URL != env["SMSGW_REDIS_URL"] || cfg.Postgres.URL != env["SMSGW_DATABASE_URL"] {
+		t.Fatalf("overrides not applied: %+v", cfg)
+	}
+}
+
+func TestInvalidConfigNamesTheKey(t *testing.T) {
+	tests := []struct{ name, body, key string }{
+		{"unknown key", "[otp]\nlenght = 6\n", "otp.lenght"},
+		{"unknown table", "[redis.cluster]\nnodes = 3\n", "redis.cluster"},
+		{"bad duration", "[otp]\nttl = \"ten minutes\"\n", "ttl"},
+		{"wrong type", "[otp]\nlength = \"six\"\n", "length"},
+		{"code too short", "[otp]\nlength = 2\n", "otp.length"},
+		{"zero attempts", "[otp]\nmax_attempts = 0\n", "otp.max_attempts"},
+		{"unknown region", "[phone]\ndefault_region = \"XX\"\n", "phone.default_region"},
+		{"bad listen", "[server]\nlisten = \"8080\"\n", "server.listen"},
+		{"bad proxy", "[server]\ntrusted_proxies = [\"ten.0.0.0/8\"]\n", "server.trusted_proxies[0]"},
+		{"bad redis url", "[redis]\nurl = \"http://x\"\n", "redis.url"},
+		{"bad postgres url", "[postgres]\nurl = \"mysql://x\"\n", "postgres.url"},
+		{"window under a second", "[[limits.ip]]\nwindow = \"500ms\"\nmax = 1\n", "limits.ip[0].window"},
+		{"zero max", "[[limits.phone]]\nwindow = \"1m\"\nmax = 0\n", "limits.phone[0].max"},
+		{"window twice", "[[limits.phone]]\nwindow = \"1m\"\nmax = 1\n[[limits.phone]]\nwindow = \"60s\"\nmax = 2\n", "limits.phone[1].window"},
+		{"unknown provider", "[sender]\nprovider = \"carrier-pigeon\"\n", "sender.provider"},
+		{"fail prefix without +", "[sender.fake]\nfail_prefixes = [\"1555\"]\n", "sender.fake.fail_prefixes[0]"},
+		{"ipv6 prefix", "[limits]\nipv6_prefix = 129\n", "limits.ipv6_prefix"},
+		{"log level", "[log]\nlevel = \"loud\"\n", "log.level"},
+		{"not TOML", "[otp\n", "line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(writeConfig(t, tt.body), noEnv)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("error %q does not name %s", err, tt.key)
+			}
+		})
+	}
+}

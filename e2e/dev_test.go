@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"smsgw/internal/testenv"
+)
+
+func TestDevModeNeedsNothing(t *testing.T) {
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "-dev")
+	// Outside services that do not exist: dev mode must not touch them.
+	cmd.Env = append(os.Environ(), "SMSGW_LISTEN="+addr, "SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x")
+	cmd.Dir = t.TempDir()
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("output:\n%s", stderr.String())
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if r, err := client.Get(url + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dev mode did not become ready:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil)
+	if r.status != 202 {
+		t.Fatalf("send: %d %s", r.status, r.raw)
+	}
+	if r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil); r.status != 429 {
+		t.Fatalf("the in-process Redis must run the same limits: %d %s", r.status, r.raw)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "DEV MODE") || !strings.Contains(out, "DEV text to +447400123456") {
+		t.Fatalf("no banner or printed text:\n%s", out)
+	}
+	var outcomes []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var row map[string]any
+		if json.Unmarshal(sc.Bytes(), &row) == nil && row["audit"] == "audit_log" {
+			outcomes = append(outcomes, row["outcome"].(string))
+		}
+	}
+	if strings.Join(outcomes, ",") != "sent,rate_limited" {
+		t.Fatalf("audit lines: %v", outcomes)
+	}
+}
+
+func TestDevModeRefusesNonLoopback(t *testing.T) {
+	cmd := exec.Command(binary, "-dev")
+	cmd.Env = append(os.Environ(), "SMSGW_LISTEN=0.0.0.0:0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "loopback") {
+		t.Fatalf("dev mode on 0.0.0.0: %v %s", err, out)
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dropDatabase(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testenv.PostgresURL())
+	if err != nil {
+		t.Logf("drop %s: %v", name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+}

@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"smsgw/internal/testenv"
+)
+
+// shortWindows keeps the SPEC's shape with windows a test can wait out.
+const shortWindows = `
+[server]
+trusted_proxies = ["127.0.0.0/8"]
+
+[[limits.ip]]
+window = "2s"
+max = 5
+
+[[limits.ip]]
+window = "4s"
+max = 6
+
+[[limits.phone]]
+window = "2s"
+max = 1
+
+[[limits.phone]]
+window = "4s"
+max = 2
+
+[sender.fake]
+fail_prefixes = ["+1201"]
+`
+
+func TestSendOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, e, shortWindows)
+	xff := map[string]string{"X-Forwarded-For": "203.0.113.5", "X-Request-ID": "e2e-first"}
+
+	r := post(t, p.URL+"/v1/otp/send", `{"phone": "(415) 555-2671"}`, xff)
+	if r.status != 202 || r.body["phone"] != "+14155552671" || r.body["status"] != "pending" || r.body["id"] != "e2e-first" || r.body["expires_in"] != 600.0 {
+		t.Fatalf("send: %d %s", r.status, r.raw)
+	}
+	if r.header.Get("RateLimit") != `"phone-2s";r=0;t=2` || r.header.Get("X-Request-ID") != "e2e-first" {
+		t.Fatalf("headers: %v", r.header)
+	}
+	if got := r.header.Get("RateLimit-Policy"); got != `"phone-2s";q=1;w=2, "phone-4s";q=2;w=4, "ip-2s";q=5;w=2, "ip-4s";q=6;w=4` {
+		t.Fatalf("RateLimit-Policy = %s", got)
+	}
+
+	msgs := get(t, p.URL+"/v1/fake/messages?phone=%2B14155552671")
+	var outbox []map[string]string
+	if err := json.Unmarshal(msgs.raw, &outbox); err != nil || len(outbox) != 1 {
+		t.Fatalf("outbox: %s", msgs.raw)
+	}
+	code := regexp.MustCompile(`\d{6}`).FindString(outbox[0]["body"])
+	if code == "" {
+		t.Fatalf("no code in %q", outbox[0]["body"])
+	}
+
+	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+1 415 555 2671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
+	if r.status != 429 || r.errorCode() != "rate_limited" || r.errorField("scope") != "phone" || r.errorField("window") != "2s" {
+		t.Fatalf("second send: %d %s", r.status, r.raw)
+	}
+	retry := int(r.errorField("retry_after").(float64))
+	if retry < 1 || retry > 2 || r.header.Get("Retry-After") != strconv.Itoa(retry) {
+		t.Fatalf("retry_after %d, Retry-After %q", retry, r.header.Get("Retry-After"))
+	}
+	// Waiting exactly retry_after is enough.
+	time.Sleep(time.Duration(retry) * time.Second)
+	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
+	if r.status != 202 {
+		t.Fatalf("after retry_after: %d %s", r.status, r.raw)
+	}
+	// The 4s window now holds two: the third is refused by it.
+	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
+	if r.status != 429 || r.errorField("window") != "4s" && r.errorField("window") != "2s" {
+		t.Fatalf("third: %d %s", r.status, r.raw)
+	}
+
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"phone": 1}`, 400, "invalid_request"},
+		{`{"phone": "nope"}`, 400, "invalid_phone"},
+		{`{"phone": "+1 201 555 0123"}`, 502, "provider_error"},
+	} {
+		if r := post(t, p.URL+"/v1/otp/send", tc.body, nil); r.status != tc.status || r.errorCode() != tc.code {
+			t.Fatalf("%s: %d %s", tc.body, r.status, r.raw)
+		}
+	}
+	if r := get(t, p.URL+"/readyz"); r.status != 200 {
+		t.Fatalf("readyz %d %s", r.status, r.raw)
+	}
+	if r := get(t, p.URL+"/metrics"); r.status != 200 || !strings.Contains(string(r.raw), "smsgw_audit_rows_written_total") {
+		t.Fatalf("metrics %d", r.status)
+	}
+
+	p.stop(t) // flushes the audit log
+	rows := auditRows(t, e)
+	want := []struct{ outcome, reason, phone, ip string }{
+		{"sent", "<null>", "+14155552671", "203.0.113.5"},
+		{"rate_limited", "phone:2s", "+14155552671", "203.0.113.5"},
+		{"sent", "<null>", "+14155552671", "203.0.113.5"},
+		{"rate_limited", "", "+14155552671", "203.0.113.5"},
+		{"invalid_request", "invalid_request", "<null>", "127.0.0.1"},
+		{"invalid_phone", "<null>", "<null>", "127.0.0.1"},
+		{"provider_error", "refused", "+12015550123", "127.0.0.1"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d audit rows, want %d: %+v", len(rows), len(want), rows)
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r.Kind != "send" || r.Outcome != w.outcome || deref(r.Phone) != w.phone || deref(r.ClientIP) != w.ip ||
+			(w.reason != "" && deref(r.Reason) != w.reason) {
+			t.Errorf("row %d: %s %s reason=%s phone=%s ip=%s; want %+v", i, r.Kind, r.Outcome, deref(r.Reason), deref(r.Phone), deref(r.ClientIP), w)
+		}
+	}
+	if rows[0].RequestID != "e2e-first" || deref(rows[0].Provider) != "fake" || rows[0].MessageID == nil {
+		t.Errorf("first row %+v", rows[0])
+	}
+	if strings.Contains(p.stderr.String(), code) {
+		t.Error("the code appears in the service's logs")
+	}
+}
+
+// TestTwoProcessesRace races requests through two service processes sharing
+// one Redis: the limits hold across replicas.
+func TestTwoProcessesRace(t *testing.T) {
+	e := newEnv(t)
+	cfg := `
+[server]
+trusted_proxies = ["127.0.0.0/8"]
+`
+	a, b := start(t, e, cfg), start(t, e, cfg)
+	race := func(name string, want int, body func(i int) (string, string)) {
+		t.Run(name, func(t *testing.T) {
+			var accepted, limited atomic.Int64
+			var wg sync.WaitGroup
+			gate := make(chan struct{})
+			for i := 0; i < 100; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					url := a.URL
+					if i%2 == 1 {
+						url = b.URL
+					}
+					phone, ip := body(i)
+					<-gate
+					r := post(t, url+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
+					switch r.status {
+					case 202:
+						accepted.Add(1)
+					case 429:
+						limited.Add(1)
+					default:
+						t.Errorf("%d %s", r.status, r.raw)
+					}
+				}()
+			}
+			close(gate)
+			wg.Wait()
+			if accepted.Load() != int64(want) || limited.Load() != int64(100-want) {
+				t.Fatalf("accepted %d, limited %d; want %d and %d", accepted.Load(), limited.Load(), want, 100-want)
+			}
+		})
+	}
+	race("one phone from 100 IPs", 1, func(i int) (string, string) {
+		return "+14155552671", fmt.Sprintf("198.18.0.%d", i)
+	})
+	race("one IP for 100 phones", 5, func(i int) (string, string) {
+		return fmt.Sprintf("+1650253%04d", i), "198.18.1.1"
+	})
+	race("one IPv6 /64 for 100 phones", 5, func(i int) (string, string) {
+		return fmt.Sprintf("+1650254%04d", i), fmt.Sprintf("2001:db8:7:7::%x", i+1)
+	})
+	a.stop(t)
+	b.stop(t)
+	rows := auditRows(t, e)
+	sent := 0
+	for _, r := range rows {
+		if r.Outcome == "sent" {
+			sent++
+		}
+	}
+	if len(rows) != 300 || sent != 11 {
+		t.Fatalf("%d audit rows (%d sent), want 300 (11 sent)", len(rows), sent)
+	}
+}
+
+// TestShutdownLosesNoAuditRow sends SIGTERM in the middle of a load: every
+// request that got an answer has its row.
+func TestShutdownLosesNoAuditRow(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, e, "[server]\ntrusted_proxies = [\"127.0.0.0/8\"]\n")
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	stopLoad := make(chan struct{})
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				body := strings.NewReader(fmt.Sprintf(`{"phone": "+1650253%d%03d"}`, g, i%1000))
+				res, err := client.Post(p.URL+"/v1/otp/send", "application/json", body)
+				if err != nil {
+					return // the listener closed
+				}
+				res.Body.Close()
+				answered.Add(1)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	p.stop(t)
+	close(stopLoad)
+	wg.Wait()
+	if got := int64(len(auditRows(t, e))); got != answered.Load() || got == 0 {
+		t.Fatalf("%d audit rows for %d answered requests", got, answered.Load())
+	}
+}
+
+func TestMigrateCreatesTheDatabase(t *testing.T) {
+	name := "smsgw_test_migrate_" + testenv.Unique()
+	dsn := testenv.WithDatabase(testenv.PostgresURL(), name)
+	t.Cleanup(func() { dropDatabase(t, name) })
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(binary, "migrate")
+		cmd.Env = append(cmd.Environ(), "SMSGW_DATABASE_URL="+dsn)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("migrate run %d: %v\n%s", i, err, out)
+		}
+		if i == 0 && !strings.Contains(string(out), "001_audit_log.sql") {
+			t.Fatalf("first run did not apply 001: %s", out)
+		}
+	}
+	auditRows(t, env{databaseURL: dsn}) // the table is there
+}
+
+func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.toml")
+	writeFile(t, path, "[otp]\nmax_attempts = -1\n")
+	out, err := exec.Command(binary, "-config", path).CombinedOutput()
+	if err == nil {
+		t.Fatal("started with an invalid config")
+	}
+	if !strings.Contains(string(out), "otp.max_attempts") {
+		t.Fatalf("output does not name the key: %s", out)
+	}
+	out, err = exec.Command(binary, "serve", "-config", path+".missing").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no such file") {
+		t.Fatalf("missing config file: %v %s", err, out)
+	}
+	out, err = exec.Command(binary, "frobnicate").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown command") {
+		t.Fatalf("unknown command: %v %s", err, out)
+	}
+}

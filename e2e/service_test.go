@@ -1,0 +1,252 @@
+// Package e2e builds the smsgw binary, runs it as real processes against real
+// Redis and Postgres, and drives it over HTTP only.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"smsgw/internal/testenv"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "smsgw-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "smsgw")
+	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/smsgw")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build smsgw:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one test's share of Redis and Postgres, used by all its processes.
+type env struct {
+	redisURL    string
+	keyPrefix   string
+	databaseURL string
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	_, prefix := testenv.Redis(t) // checks Redis and cleans the prefix up
+	return env{redisURL: testenv.RedisURL(), keyPrefix: prefix, databaseURL: testenv.Database(t)}
+}
+
+// syncBuffer is a process's captured stderr.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type process struct {
+	URL    string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs smsgw with config (TOML added to a file of the test's own) and
+// waits until it answers /healthz.
+func start(t *testing.T, e env, config string, args ...string) *process {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "smsgw.toml")
+	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n\n%s", e.keyPrefix, config)
+	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, append([]string{"-config", path}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"SMSGW_LISTEN="+addr,
+		"SMSGW_REDIS_URL="+e.redisURL,
+		"SMSGW_DATABASE_URL="+e.databaseURL,
+	)
+	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.exited:
+			t.Fatalf("smsgw exited at start: %v\n%s", err, p.stderr.String())
+		default:
+		}
+		if res, err := http.Get(p.URL + "/healthz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("smsgw did not come up:\n%s", p.stderr.String())
+	return nil
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("smsgw exited with %v after SIGTERM:\n%s", err, p.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("smsgw did not stop within 30s of SIGTERM")
+	}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+func (r response) errorCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (r response) errorField(name string) any {
+	e, _ := r.body["error"].(map[string]any)
+	return e[name]
+}
+
+var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
+
+func post(t *testing.T, url, body string, header map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return roundTrip(t, req)
+}
+
+func get(t *testing.T, url string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roundTrip(t, req)
+}
+
+func roundTrip(t *testing.T, req *http.Request) response {
+	t.Helper()
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+type auditRow struct {
+	Kind, Outcome, RequestID string
+	Phone, ClientIP, Reason  *string
+	Provider, MessageID      *string
+}
+
+// auditRows reads the audit table of the test's database, oldest first.
+func auditRows(t *testing.T, e env) []auditRow {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT kind, outcome, request_id, phone_e164, host(client_ip), reason, provider, provider_message_id
+		FROM audit_log ORDER BY created_at, id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
+		var a auditRow
+		err := r.Scan(&a.Kind, &a.Outcome, &a.RequestID, &a.Phone, &a.ClientIP, &a.Reason, &a.Provider, &a.MessageID)
+		return a, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}

@@ -1,0 +1,110 @@
+package otp
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParsePhone(t *testing.T) {
+	tests := []struct {
+		name, raw, region string
+		want              string // E.164; empty means invalid_phone
+		country           string
+	}{
+		{"national US notation", "(415) 555-2671", "US", "+14155552671", "US"},
+		{"dots and spaces", "415.555.2671", "US", "+14155552671", "US"},
+		{"international with spaces", "+44 7400 123456", "US", "+447400123456", "GB"},
+		{"international ignores region", "+4915123456789", "FR", "+4915123456789", "DE"},
+		{"lower-case region", "07400 123456", "gb", "+447400123456", "GB"},
+		{"00 international prefix from GB", "0033 6 12 34 56 78", "GB", "+33612345678", "FR"},
+		{"tel URI", "tel:+1-415-555-2671", "", "+14155552671", "US"},
+		{"letters", "call me maybe", "US", "", ""},
+		{"too short", "12", "US", "", ""},
+		{"unknown country code", "+999 1234 5678", "US", "", ""},
+		{"valid shape, unassigned range", "+1 555 555 5555", "US", "", ""},
+		{"national number, no region", "415 555 2671", "", "", ""},
+		{"national number, unknown region", "415 555 2671", "ZZ", "", ""},
+		{"5000 digits", strings.Repeat("5", 5000), "US", "", ""},
+		{"NUL byte", "+1415555\x002671", "US", "", ""},
+		{"newline injection", "+14155552671\nX-Evil: 1", "US", "", ""},
+		{"invalid UTF-8", "+1415\xff5552671", "US", "", ""},
+		{"only spaces", "   ", "US", "", ""},
+		{"empty", "", "US", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParsePhone(tt.raw, tt.region)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("ParsePhone(%q) = %+v, want invalid_phone", tt.raw, p)
+				}
+				if code := ErrorCode(err); code != EInvalidPhone {
+					t.Fatalf("code = %s, want %s", code, EInvalidPhone)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParsePhone(%q): %v", tt.raw, err)
+			}
+			if p.E164 != tt.want || p.Country != tt.country {
+				t.Fatalf("got %+v, want %s in %s", p, tt.want, tt.country)
+			}
+		})
+	}
+}
+
+func TestParsePhoneNumberType(t *testing.T) {
+	for _, tt := range []struct{ raw, typ string }{
+		{"+447400123456", "mobile"},
+		{"+442079460000", "fixed_line"},
+		{"+14155552671", "fixed_line_or_mobile"},
+		{"+18005550199", "toll_free"},
+	} {
+		t.Run(tt.raw, func(t *testing.T) {
+			p, err := ParsePhone(tt.raw, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Type != tt.typ {
+				t.Fatalf("type = %s, want %s", p.Type, tt.typ)
+			}
+		})
+	}
+}
+
+func TestValidRegion(t *testing.T) {
+	for s, want := range map[string]bool{"US": true, "gb": true, "Zz": true, "": false, "USA": false, "U1": false, "é": false, "U": false} {
+		if got := ValidRegion(s); got != want {
+			t.Errorf("ValidRegion(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// FuzzParsePhone: no input panics, and every accepted number is E.164 that
+// parses back to itself.
+func FuzzParsePhone(f *testing.F) {
+	for _, s := range []string{"(415) 555-2671", "+44 7400 123456", "tel:+1-415-555-2671", "0033 6 12 34 56 78", "+", "++1", "\x00", "+1 (((((", "１２３"} {
+		f.Add(s, "US")
+	}
+	f.Fuzz(func(t *testing.T, raw, region string) {
+		p, err := ParsePhone(raw, region)
+		if err != nil {
+			if ErrorCode(err) != EInvalidPhone {
+				t.Fatalf("error code %s for %q", ErrorCode(err), raw)
+			}
+			return
+		}
+		if !strings.HasPrefix(p.E164, "+") || len(p.E164) > 16 {
+			t.Fatalf("not E.164: %q from %q", p.E164, raw)
+		}
+		for _, c := range p.E164[1:] {
+			if c < '0' || c > '9' {
+				t.Fatalf("not E.164: %q from %q", p.E164, raw)
+			}
+		}
+		again, err := ParsePhone(p.E164, "")
+		if err != nil || again != p {
+			t.Fatalf("E.164 %q does not parse back to itself: %+v %v", p.E164, again, err)
+		}
+	})
+}
