@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,9 +30,10 @@ type Options struct {
 	Metrics   prometheus.Registerer
 }
 
-// Writer is an otp.AuditLog writing to Postgres in batches. Each batch is one
-// INSERT ... SELECT FROM unnest(...) ON CONFLICT (id) DO NOTHING: one round
-// trip, and safe to retry after an ambiguous failure.
+// Writer is an otp.AuditLog writing to Postgres in batches. A batch is one
+// binary COPY; if it collides with rows already stored (a retry after an
+// ambiguous failure) it is written again with ON CONFLICT (id) DO NOTHING, so
+// a row is stored exactly once either way.
 type Writer struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
@@ -147,7 +151,7 @@ func (w *Writer) writeWithRetry(batch []otp.AuditEvent) {
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(w.giveUp, 10*time.Second)
-		err := Insert(ctx, w.pool, batch)
+		err := Write(ctx, w.pool, batch)
 		cancel()
 		if err == nil {
 			w.written.Add(float64(len(batch)))
@@ -166,6 +170,36 @@ func (w *Writer) writeWithRetry(batch []otp.AuditEvent) {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason", "provider", "provider_message_id"}
+
+// Write stores events, skipping those already stored. The fast path is COPY,
+// which cannot skip duplicates; a batch that hits one is rewritten by Insert.
+func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
+		e := events[i]
+		var ip *netip.Addr
+		if e.ClientIP.IsValid() {
+			ip = &e.ClientIP
+		}
+		return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason), null(e.Provider), null(e.MessageID)}, nil
+	}))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: part of the batch is stored
+		return Insert(ctx, pool, events)
+	}
+	if err != nil {
+		return fmt.Errorf("audit: copy %d rows: %w", len(events), err)
+	}
+	return nil
+}
+
+func null(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Insert stores events in one statement. Rows whose id is already stored are

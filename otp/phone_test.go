@@ -3,6 +3,9 @@ package otp
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 func TestParsePhone(t *testing.T) {
@@ -46,7 +49,7 @@ func TestParsePhone(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePhone(%q): %v", tt.raw, err)
 			}
-			if p.E164 != tt.want || p.Country != tt.country {
+			if p.E164 != tt.want || p.Country() != tt.country {
 				t.Fatalf("got %+v, want %s in %s", p, tt.want, tt.country)
 			}
 		})
@@ -92,6 +95,11 @@ func FuzzParsePhone(f *testing.F) {
 			if ErrorCode(err) != EInvalidPhone {
 				t.Fatalf("error code %s for %q", ErrorCode(err), raw)
 			}
+			if len(raw) <= maxPhoneInput && !strings.ContainsFunc(raw, isControl) && utf8.ValidString(raw) {
+				if num, err := phonenumbers.Parse(raw, strings.ToUpper(region)); err == nil && phonenumbers.IsValidNumber(num) {
+					t.Fatalf("refused %q, which phonenumbers.IsValidNumber accepts", raw)
+				}
+			}
 			return
 		}
 		if !strings.HasPrefix(p.E164, "+") || len(p.E164) > 16 {
@@ -103,8 +111,12 @@ func FuzzParsePhone(f *testing.F) {
 			}
 		}
 		again, err := ParsePhone(p.E164, "")
-		if err != nil || again != p {
+		if err != nil || again.E164 != p.E164 || again.Type != p.Type || again.Country() != p.Country() {
 			t.Fatalf("E.164 %q does not parse back to itself: %+v %v", p.E164, again, err)
+		}
+		// The type lookup stands in for IsValidNumber: they must agree.
+		if num, err := phonenumbers.Parse(raw, strings.ToUpper(region)); err != nil || !phonenumbers.IsValidNumber(num) {
+			t.Fatalf("accepted %q, which phonenumbers.IsValidNumber refuses", raw)
 		}
 	})
 }

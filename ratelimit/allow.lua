@@ -4,79 +4,106 @@
 --          the microsecond (Redis TIME) at which each request was admitted.
 -- ARGV[1]  now in microseconds, or "" for Redis TIME (only tests pass a clock)
 -- ARGV[2]  the request's ticket, recorded in every subject when admitted
--- ARGV[3]  then per subject: n, followed by n pairs (window_us, max)
+-- ARGV[3]  then per subject: n, the longest window_us, then n pairs
+--          (window_us, max)
 --
--- An entry exactly window_us old is outside its window. The request is
--- admitted only when every window holds fewer than max entries; a refused
--- request writes nothing.
+-- An entry exactly window_us old is outside its window: with integer scores,
+-- entry t is inside iff t >= now - window_us + 1. The request is admitted only
+-- when every window holds fewer than max entries; a refused request writes
+-- nothing.
 --
 -- Returns {allowed, now, tight, used, reset_us}: tight is the 1-based index,
 -- over all windows in argument order, of the window that bounds the request
 -- most; used its count (this request included when admitted); reset_us, when
 -- refused, the exact wait until the request would fit (max over the full
 -- windows), else the wait until the tight window's oldest entry leaves.
+-- tight is 0 when every window was empty: the caller knows the answer then
+-- (the window with the smallest max), and the script skips working it out.
+--
+-- Numbers go to redis.call as Lua numbers, never through tostring: Redis
+-- formats them with %.17g, exact for integers below 2^53 (microsecond
+-- timestamps are about 2^51). Fresh subjects, the common case, cost one ZCARD.
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 else
   now = tonumber(ARGV[1])
 end
 
-local function us(n) return string.format('%.0f', n) end
-
-local wins = {} -- {key, window_us, max, used, since}
-local longest = {} -- per subject
+-- Trim every subject to its longest window; most subjects are fresh (empty).
+local sizes, fresh = {}, true
 local pos = 3
 for i = 1, #KEYS do
-  local key = KEYS[i]
-  local n = tonumber(ARGV[pos])
-  pos = pos + 1
-  longest[i] = 0
-  local first = #wins + 1
-  for _ = 1, n do
-    local w = tonumber(ARGV[pos])
-    wins[#wins + 1] = {key, w, tonumber(ARGV[pos + 1]), 0, '(' .. us(now - w)}
-    if w > longest[i] then longest[i] = w end
-    pos = pos + 2
+  local size = redis.call('ZCARD', KEYS[i])
+  if size > 0 then
+    size = size - redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[pos + 1]))
+    if size > 0 then fresh = false end
   end
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', us(now - longest[i]))
-  for k = first, #wins do
-    local win = wins[k]
-    win[4] = redis.call('ZCOUNT', key, win[5], '+inf')
+  sizes[i] = size
+  pos = pos + 2 + 2 * tonumber(ARGV[pos])
+end
+
+local function record()
+  local p = 3
+  for i = 1, #KEYS do
+    redis.call('ZADD', KEYS[i], now, ARGV[2])
+    redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[p + 1]) / 1000))
+    p = p + 2 + 2 * tonumber(ARGV[p])
   end
+end
+
+if fresh then
+  record()
+  return {1, now, 0, 1, 0}
+end
+
+-- One entry per window, over all subjects, in argument order.
+local wkey, wlen, wmax, wused = {}, {}, {}, {}
+local nw = 0
+pos = 3
+for i = 1, #KEYS do
+  local n, long, size = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), sizes[i]
+  for j = pos + 2, pos + 2 * n, 2 do
+    local w = tonumber(ARGV[j])
+    nw = nw + 1
+    wkey[nw], wlen[nw], wmax[nw] = KEYS[i], w, tonumber(ARGV[j + 1])
+    if size == 0 or w == long then
+      wused[nw] = size -- the longest window holds the whole trimmed set
+    else
+      wused[nw] = redis.call('ZCOUNT', KEYS[i], now - w + 1, '+inf')
+    end
+  end
+  pos = pos + 2 + 2 * n
 end
 
 -- Refused: wait for the latest of the full windows to make room.
 local tight, wait = 0, 0
-for k = 1, #wins do
-  local win = wins[k]
-  if win[4] >= win[3] then
+for k = 1, nw do
+  if wused[k] >= wmax[k] then
     -- Room appears when used - max + 1 of the window's oldest entries leave.
-    local e = redis.call('ZRANGEBYSCORE', win[1], win[5], '+inf', 'WITHSCORES', 'LIMIT', win[4] - win[3], 1)
-    local w = tonumber(e[2]) + win[2] - now
+    local e = redis.call('ZRANGEBYSCORE', wkey[k], now - wlen[k] + 1, '+inf', 'WITHSCORES', 'LIMIT', wused[k] - wmax[k], 1)
+    local w = tonumber(e[2]) + wlen[k] - now
     if w > wait then tight, wait = k, w end
   end
 end
 if tight > 0 then
-  return {0, now, tight, wins[tight][4], wait}
+  return {0, now, tight, wused[tight], wait}
 end
 
 -- Admitted: record everywhere, then report the window with the least room.
-for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], us(now), ARGV[2])
-  redis.call('PEXPIRE', KEYS[i], math.ceil(longest[i] / 1000))
-end
+record()
 local least
-for k = 1, #wins do
-  local win = wins[k]
-  win[4] = win[4] + 1
-  local room = win[3] - win[4]
+for k = 1, nw do
+  local room = wmax[k] - wused[k] - 1
   -- Ties go to the longer window: its quota comes back later.
-  if least == nil or room < least or (room == least and win[2] > wins[tight][2]) then
+  if least == nil or room < least or (room == least and wlen[k] > wlen[tight]) then
     least, tight = room, k
   end
 end
-local win = wins[tight]
-local e = redis.call('ZRANGEBYSCORE', win[1], win[5], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-return {1, now, tight, win[4], tonumber(e[2]) + win[2] - now}
+local reset = wlen[tight] -- this request is the window's only entry
+if wused[tight] > 0 then
+  local e = redis.call('ZRANGEBYSCORE', wkey[tight], now - wlen[tight] + 1, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  reset = tonumber(e[2]) + wlen[tight] - now
+end
+return {1, now, tight, wused[tight] + 1, reset}

@@ -24,21 +24,46 @@ var allowScript = redis.NewScript(allowSource)
 type Limiter struct {
 	rdb    redis.Cmdable
 	prefix string
+	calls  *pipeliner
 	// now replaces Redis TIME; only tests set it.
 	now func() time.Time
 }
 
 var _ otp.Limiter = (*Limiter)(nil)
 
+// Options tune a Limiter. Zero values pick the defaults.
+type Options struct {
+	// Timeout bounds one round trip to Redis (default 1s). The Redis
+	// client's own timeouts apply too; the shorter wins.
+	Timeout time.Duration
+	// Pipelines is how many pipelines may be in flight at once (default 2).
+	// Decisions arriving while all are busy share the next one.
+	Pipelines int
+}
+
 // New returns a Limiter whose keys start with prefix (e.g. "smsgw:").
-func New(rdb redis.Cmdable, prefix string) *Limiter {
-	return &Limiter{rdb: rdb, prefix: prefix}
+func New(rdb redis.Cmdable, prefix string, opts ...Options) *Limiter {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.Pipelines <= 0 {
+		o.Pipelines = 2
+	}
+	return &Limiter{
+		rdb:    rdb,
+		prefix: prefix,
+		calls:  &pipeliner{rdb: rdb, script: allowScript, slots: o.Pipelines, max: 128, timeout: o.Timeout},
+	}
 }
 
 func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:" + s.Key }
 
 // Allow decides the request for every window of every subject in one
-// EVALSHA (EVAL after a script flush or Redis restart).
+// EVALSHA, pipelined with the decisions of concurrent requests.
 func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subject) (otp.Decision, error) {
 	if len(subjects) == 0 {
 		return otp.Decision{Allowed: true}, nil
@@ -58,23 +83,35 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 	args = append(args, ticket)
 	policies := make([]otp.Window, 0, nrules)
 	for _, s := range subjects {
-		args = append(args, len(s.Rules))
+		var longest time.Duration
+		for _, r := range s.Rules {
+			longest = max(longest, r.Window)
+		}
+		args = append(args, len(s.Rules), longest.Microseconds())
 		for _, r := range s.Rules {
 			args = append(args, r.Window.Microseconds(), r.Max)
 			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
 		}
 	}
 
-	vals, err := allowScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	vals, err := l.calls.run(ctx, keys, args)
 	if err != nil {
 		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}
-	if len(vals) != 5 || vals[2] < 1 || int(vals[2]) > len(policies) {
+	if len(vals) != 5 || vals[2] < 0 || int(vals[2]) > len(policies) {
 		return otp.Decision{}, fmt.Errorf("ratelimit: allow: unexpected reply %v", vals)
 	}
-	tight := policies[vals[2]-1]
-	tight.Used = int(vals[3])
-	tight.Reset = time.Duration(vals[4]) * time.Microsecond
+	var tight otp.Window
+	if vals[2] == 0 {
+		// Every window was empty: the tightest is the one with the least room
+		// left after this request, which the rules alone decide.
+		tight = tightestWhenEmpty(policies)
+		tight.Used, tight.Reset = 1, tight.Rule.Window
+	} else {
+		tight = policies[vals[2]-1]
+		tight.Used = int(vals[3])
+		tight.Reset = time.Duration(vals[4]) * time.Microsecond
+	}
 	d := otp.Decision{
 		Allowed:  vals[0] == 1,
 		Now:      time.UnixMicro(vals[1]),
@@ -85,6 +122,18 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		d.RetryAfter = tight.Reset
 	}
 	return d, nil
+}
+
+// tightestWhenEmpty picks, as the script does, the window with the smallest
+// max, ties going to the longer window, then to the first.
+func tightestWhenEmpty(policies []otp.Window) otp.Window {
+	t := policies[0]
+	for _, p := range policies[1:] {
+		if p.Rule.Max < t.Rule.Max || (p.Rule.Max == t.Rule.Max && p.Rule.Window > t.Rule.Window) {
+			t = p
+		}
+	}
+	return t
 }
 
 // Refund removes an admitted request from every subject it was recorded in.

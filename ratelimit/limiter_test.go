@@ -457,3 +457,42 @@ func TestMatchesReferenceModel(t *testing.T) {
 		t.Fatalf("admitted %d of %d: the traffic did not exercise both answers", admitted, steps)
 	}
 }
+
+func TestAbandonedCallFailsWithItsContext(t *testing.T) {
+	l, _, _ := newTestLimiter(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, ticket(), []otp.Subject{ip("192.0.2.3")}); err == nil {
+		t.Fatal("a canceled caller got a decision")
+	}
+}
+
+// TestPipelinedDecisionsStayExact races far more callers than pipeline
+// slots, so decisions share pipelines, on a handful of hot subjects.
+func TestPipelinedDecisionsStayExact(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := New(rdb, prefix, Options{Pipelines: 1})
+	var admitted [4]atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 400; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := i % 4
+			d, err := l.Allow(context.Background(), ticket(), []otp.Subject{phone(fmt.Sprintf("+1415555000%d", h)), ip(fmt.Sprintf("10.1.%d.%d", i/200, i%200))})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				admitted[h].Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	for h := range admitted {
+		if n := admitted[h].Load(); n != 1 {
+			t.Errorf("hot phone %d admitted %d times, want 1", h, n)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type Config struct {
 		Timeout   Duration `toml:"timeout"`
 		KeyPrefix string   `toml:"key_prefix"`
 		PoolSize  int      `toml:"pool_size"`
+		Pipelines int      `toml:"pipelines"`
 	} `toml:"redis"`
 	Postgres struct {
 		URL string `toml:"url"`
@@ -189,6 +190,9 @@ func (c *Config) validate() error {
 	}
 	if c.Redis.PoolSize < 0 {
 		return errors.New("redis.pool_size: must not be negative")
+	}
+	if c.Redis.Pipelines < 1 {
+		return fmt.Errorf("redis.pipelines: must be at least 1, got %d", c.Redis.Pipelines)
 	}
 	if u, err := url.Parse(c.Postgres.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return errors.New("postgres.url: want postgres://user@host:port/db")

@@ -177,7 +177,10 @@ func newRegistry() *prometheus.Registry {
 // serveHTTP builds the service over d and serves until ctx ends, then shuts
 // down in order: stop taking requests, finish in-flight ones, flush audit.
 func serveHTTP(ctx context.Context, cfg *Config, log *slog.Logger, reg *prometheus.Registry, d deps) error {
-	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix)
+	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{
+		Timeout:   cfg.Redis.Timeout.Duration,
+		Pipelines: cfg.Redis.Pipelines,
+	})
 	outbox := fake.New(cfg.Sender.Fake.OutboxSize, cfg.Sender.Fake.FailPrefixes, d.onText)
 	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
 	svc := otp.NewService(otp.Config{

@@ -1,0 +1,396 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"smsgw/api"
+	"smsgw/audit"
+	"smsgw/internal/testenv"
+	"smsgw/migrations"
+	"smsgw/otp"
+	"smsgw/ratelimit"
+	"smsgw/sender"
+	"smsgw/sender/fake"
+)
+
+// HTTP load on real servers on loopback, driven by vegeta's library in the
+// same process. BenchmarkHTTP runs three scenarios in one process, in this
+// order, all against the same Redis (and the same Postgres for smsgw):
+//
+//	bare      a bare Echo handler doing one Redis INCR and answering 202 JSON:
+//	          the baseline, what any handler on this stack costs at least
+//	accepted  smsgw's real server (wired like cmd/smsgw serveHTTP), every
+//	          request a fresh phone from a fresh IP: every one a 202 that runs
+//	          the limiter, the fake provider and the Postgres audit writer
+//	refused   the same server, one hot phone (a new one per attack): the
+//	          first request is a 202, every other one a 429
+//
+// The attacker is closed-loop: benchWorkers workers, each sending its next
+// request as soon as its last one is answered (vegeta rate 0, MaxWorkers), for
+// the attack duration; that saturates 2 cores.
+//
+// b.N is not a number of requests. Each scenario is a sub-benchmark whose
+// b.Loop iterations are whole attacks of a fixed duration, so with the usual
+// -benchtime (shorter than an attack) each scenario is one attack, and a
+// longer -benchtime runs more attacks. One "op" in the reported metrics is one
+// HTTP request: ns/op is wall time per request (1/throughput), B/op and
+// allocs/op are the whole process's (client and server) per request.
+//
+// SMSGW_BENCH_ATTACK sets the attack duration (a Go duration, default 3s).
+
+const (
+	benchWorkers       = 64
+	benchDefaultAttack = 3 * time.Second
+	benchAttackEnv     = "SMSGW_BENCH_ATTACK"
+	benchSendPath      = "/v1/otp/send"
+	benchAuditDrain    = time.Minute
+)
+
+func benchAttackDuration(b *testing.B) time.Duration {
+	s := os.Getenv(benchAttackEnv)
+	if s == "" {
+		return benchDefaultAttack
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive Go duration such as 5s", benchAttackEnv, s)
+	}
+	return d
+}
+
+// Fresh identities. Phones are valid US numbers in ten area codes (none of
+// them 650, which the hot phones use); IPs are 10/8 addresses, which the
+// server does not trust as proxies, so X-Forwarded-For names the client.
+var (
+	benchPhoneSeq, benchIPSeq, benchHotSeq atomic.Uint64
+	benchAreaCodes                         = [...]string{"201", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
+)
+
+// benchUSPhone is the i-th of 80 million distinct valid numbers.
+func benchUSPhone(i uint64) string {
+	npa := benchAreaCodes[(i/8_000_000)%uint64(len(benchAreaCodes))]
+	nxx := 200 + (i/10_000)%800
+	return fmt.Sprintf("+1%s%03d%04d", npa, nxx, i%10_000)
+}
+
+func benchPhone() string { return benchUSPhone(benchPhoneSeq.Add(1)) }
+
+// benchHotPhone is a number no fresh phone ever is.
+func benchHotPhone() string { return fmt.Sprintf("+1650253%04d", benchHotSeq.Add(1)%10_000) }
+
+func benchIP() string {
+	n := benchIPSeq.Add(1)
+	return netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)}).String()
+}
+
+// benchTargeter sends POST /v1/otp/send for phone() from a fresh client IP.
+func benchTargeter(url string, phone func() string) vegeta.Targeter {
+	return func(t *vegeta.Target) error {
+		t.Method = http.MethodPost
+		t.URL = url + benchSendPath
+		t.Body = []byte(`{"phone":"` + phone() + `"}`)
+		t.Header = http.Header{
+			"Content-Type":    {"application/json"},
+			"X-Forwarded-For": {benchIP()},
+		}
+		return nil
+	}
+}
+
+// benchScenarioResult is what one scenario measured over all its attacks.
+type benchScenarioResult struct {
+	requests uint64
+	wall     time.Duration // attack time, from the first request to the last answer
+	lat      vegeta.LatencyMetrics
+	codes    map[string]int
+}
+
+func (r benchScenarioResult) rate() float64 { return float64(r.requests) / r.wall.Seconds() }
+
+// BenchmarkHTTP runs the bare, accepted and refused scenarios (see above) and
+// logs a table with the throughput ratios to bare when all three ran.
+func BenchmarkHTTP(b *testing.B) {
+	dur := benchAttackDuration(b)
+	ctx := context.Background()
+
+	// Redis, configured as cmd/smsgw newRedis does with the default config.
+	_, prefix := testenv.Redis(b) // checks Redis is up; deletes leftovers last
+	opt, err := redis.ParseURL(testenv.RedisURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	const redisTimeout = 500 * time.Millisecond
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = redisTimeout, redisTimeout, redisTimeout, redisTimeout
+	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1
+	rdb := redis.NewClient(opt)
+	b.Cleanup(func() {
+		if err := unlinkBenchKeys(rdb, prefix+"*"); err != nil {
+			b.Logf("unlink benchmark keys: %v", err)
+		}
+		rdb.Close()
+	})
+
+	// Postgres: a fresh database with the schema, and the audit writer.
+	dbURL := testenv.Database(b)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = migrations.Apply(ctx, conn)
+	conn.Close(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	reg := prometheus.NewRegistry()
+	writer := audit.NewWriter(pool, audit.Options{Metrics: reg}, log)
+	b.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := writer.Close(cctx); err != nil {
+			b.Errorf("audit writer: %v", err)
+		}
+	})
+
+	// smsgw wired like serveHTTP in cmd/smsgw/run.go, with the defaults of
+	// config.toml and 127.0.0.0/8 trusted as a proxy.
+	limiter := ratelimit.New(rdb, prefix+"smsgw:")
+	outbox := fake.New(10000, nil, nil)
+	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
+	svc := otp.NewService(otp.Config{
+		DefaultRegion: "US",
+		IPv6Prefix:    64,
+		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
+		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
+		CodeLength:    6,
+		CodeTTL:       10 * time.Minute,
+		SendTimeout:   10 * time.Second,
+	}, limiter, router, log)
+	handler := api.NewServer(log, api.Config{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+		DefaultRegion:  "US",
+	}, svc, writer, outbox, []api.Check{
+		{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		{Name: "postgres", Check: pool.Ping},
+	}, reg)
+	smsgwURL := startBenchServer(b, handler)
+	bareURL := startBenchServer(b, benchBareHandler(rdb, prefix+"bare:count"))
+
+	// Every fresh phone must be one the service accepts.
+	for _, i := range []uint64{0, 1, 9_999, 10_000, 7_999_999, 8_000_000, 79_999_999} {
+		if _, err := otp.ParsePhone(benchUSPhone(i), "US"); err != nil {
+			b.Fatalf("fresh phone %s: %v", benchUSPhone(i), err)
+		}
+	}
+	if _, err := otp.ParsePhone(benchHotPhone(), "US"); err != nil {
+		b.Fatalf("hot phone: %v", err)
+	}
+
+	// audited counts the requests smsgw answered, so each attack can wait for
+	// their audit rows before the next one starts.
+	var audited int
+	waitForAudit := func(b *testing.B) {
+		deadline := time.Now().Add(benchAuditDrain)
+		for {
+			var n int
+			if err := pool.QueryRow(ctx, "SELECT count(*) FROM audit_log").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			if n == audited {
+				return
+			}
+			if n > audited || time.Now().After(deadline) {
+				b.Fatalf("audit_log holds %d rows, want %d", n, audited)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	results := map[string]benchScenarioResult{}
+	scenarios := []struct {
+		name  string
+		url   string
+		phone func() func() string // called once per attack
+		// check returns why the attack's status codes are wrong, or "".
+		check func(codes map[string]int, requests uint64) string
+	}{
+		{"bare", bareURL, func() func() string { return benchPhone }, benchAllStatus("202")},
+		{"accepted", smsgwURL, func() func() string { return benchPhone }, benchAllStatus("202")},
+		{"refused", smsgwURL, func() func() string {
+			hot := benchHotPhone()
+			return func() string { return hot }
+		}, func(codes map[string]int, requests uint64) string {
+			if codes["202"] != 1 || uint64(codes["429"]) != requests-1 {
+				return "want exactly one 202 and 429 for the rest"
+			}
+			return ""
+		}},
+	}
+	for _, sc := range scenarios {
+		b.Run(sc.name, func(b *testing.B) {
+			var all vegeta.Metrics
+			var res benchScenarioResult
+			var mallocs, bytes uint64
+			for b.Loop() {
+				var m vegeta.Metrics
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				atk := vegeta.NewAttacker(
+					vegeta.Workers(benchWorkers), vegeta.MaxWorkers(benchWorkers),
+					vegeta.Connections(benchWorkers), vegeta.KeepAlive(true),
+					vegeta.Timeout(30*time.Second))
+				for r := range atk.Attack(benchTargeter(sc.url, sc.phone()), vegeta.ConstantPacer{}, dur, sc.name) {
+					m.Add(r)
+					all.Add(r)
+				}
+				m.Close()
+				runtime.ReadMemStats(&after)
+				mallocs += after.Mallocs - before.Mallocs
+				bytes += after.TotalAlloc - before.TotalAlloc
+				if m.Requests == 0 {
+					b.Fatal("the attack sent no request")
+				}
+				if why := sc.check(m.StatusCodes, m.Requests); why != "" {
+					b.Fatalf("%s: %d requests, status codes %v: %s; errors: %v", sc.name, m.Requests, m.StatusCodes, why, benchFirstN(m.Errors, 5))
+				}
+				res.requests += m.Requests
+				res.wall += m.Duration + m.Wait
+				if sc.url == smsgwURL {
+					audited += int(m.Requests)
+					waitForAudit(b)
+				}
+			}
+			all.Close()
+			res.lat, res.codes = all.Latencies, all.StatusCodes
+			results[sc.name] = res
+
+			b.ReportMetric(res.rate(), "req/s")
+			b.ReportMetric(benchMS(res.lat.P50), "p50-ms")
+			b.ReportMetric(benchMS(res.lat.P99), "p99-ms")
+			for code, n := range res.codes {
+				b.ReportMetric(float64(n), "status-"+code)
+			}
+			b.ReportMetric(1e9/res.rate(), "ns/op")
+			b.ReportMetric(float64(bytes)/float64(res.requests), "B/op")
+			b.ReportMetric(float64(mallocs)/float64(res.requests), "allocs/op")
+			if base, ok := results["bare"]; ok && sc.name != "bare" {
+				b.ReportMetric(res.rate()/base.rate(), "x-bare")
+			}
+			if len(results) == len(scenarios) {
+				logBenchTable(b, results, []string{"bare", "accepted", "refused"})
+			}
+		})
+	}
+}
+
+func benchAllStatus(code string) func(map[string]int, uint64) string {
+	return func(codes map[string]int, requests uint64) string {
+		if uint64(codes[code]) != requests {
+			return "want " + code + " for every request"
+		}
+		return ""
+	}
+}
+
+func logBenchTable(b *testing.B, results map[string]benchScenarioResult, order []string) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d workers, GOMAXPROCS=%d\n", benchWorkers, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&sb, "%-9s %9s %8s %8s %7s  %s\n", "scenario", "req/s", "p50-ms", "p99-ms", "x-bare", "status codes")
+	base := results["bare"].rate()
+	for _, name := range order {
+		r := results[name]
+		codes := make([]string, 0, len(r.codes))
+		for c, n := range r.codes {
+			codes = append(codes, c+":"+strconv.Itoa(n))
+		}
+		slices.Sort(codes)
+		fmt.Fprintf(&sb, "%-9s %9.0f %8.2f %8.2f %7.2f  %s\n", name, r.rate(), benchMS(r.lat.P50), benchMS(r.lat.P99), r.rate()/base, strings.Join(codes, " "))
+	}
+	b.Log("\n" + sb.String())
+}
+
+func benchMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func benchFirstN(s []string, n int) []string { return s[:min(n, len(s))] }
+
+// startBenchServer serves h on loopback with the http.Server settings of
+// cmd/smsgw serveHTTP.
+func startBenchServer(b *testing.B, h http.Handler) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ReadHeaderTimeout = 5 * time.Second
+	srv.Config.ReadTimeout = 15 * time.Second
+	srv.Config.WriteTimeout = 30 * time.Second
+	srv.Config.IdleTimeout = 2 * time.Minute
+	srv.Config.MaxHeaderBytes = 64 << 10
+	srv.Start()
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// benchBareHandler is the baseline: Echo v4, one Redis round trip, 202 JSON.
+func benchBareHandler(rdb *redis.Client, key string) http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.POST(benchSendPath, func(c echo.Context) error {
+		n, err := rdb.Incr(c.Request().Context(), key).Result()
+		if err != nil {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
+		}
+		_, _ = io.Copy(io.Discard, c.Request().Body)
+		return c.JSON(http.StatusAccepted, map[string]any{"status": "pending", "n": n})
+	})
+	return e
+}
+
+// unlinkBenchKeys removes every key matching the patterns, a SCAN page at a time.
+func unlinkBenchKeys(rdb *redis.Client, patterns ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, pattern := range patterns {
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, pattern, 10000).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+					return err
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return nil
+}
