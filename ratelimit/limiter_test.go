@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -494,5 +495,34 @@ func TestPipelinedDecisionsStayExact(t *testing.T) {
 		if n := admitted[h].Load(); n != 1 {
 			t.Errorf("hot phone %d admitted %d times, want 1", h, n)
 		}
+	}
+}
+
+// TestStalledRedisTimesOut: a Redis that accepts connections and never
+// answers must cost a request no more than the limiter's timeout.
+func TestStalledRedisTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	l := New(rdb, "x:", Options{Timeout: 300 * time.Millisecond})
+	start := time.Now()
+	if _, err := l.Allow(context.Background(), ticket(), []otp.Subject{ip("192.0.2.4")}); err == nil {
+		t.Fatal("a decision from a Redis that never answers")
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("took %v with a 300ms timeout", el)
 	}
 }
