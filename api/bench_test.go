@@ -145,12 +145,7 @@ func BenchmarkHTTP(b *testing.B) {
 	opt.ContextTimeoutEnabled = true
 	opt.MaxRetries = -1
 	rdb := redis.NewClient(opt)
-	b.Cleanup(func() {
-		if err := unlinkBenchKeys(rdb, prefix+"*"); err != nil {
-			b.Logf("unlink benchmark keys: %v", err)
-		}
-		rdb.Close()
-	})
+	b.Cleanup(func() { rdb.Close() }) // testenv deletes the keys under prefix
 
 	// Postgres: a fresh database with the schema, and the audit writer.
 	dbURL := testenv.Database(b)
@@ -368,29 +363,4 @@ func benchBareHandler(rdb *redis.Client, key string) http.Handler {
 		return c.JSON(http.StatusAccepted, map[string]any{"status": "pending", "n": n})
 	})
 	return e
-}
-
-// unlinkBenchKeys removes every key matching the patterns, a SCAN page at a time.
-func unlinkBenchKeys(rdb *redis.Client, patterns ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, pattern := range patterns {
-		var cursor uint64
-		for {
-			keys, next, err := rdb.Scan(ctx, cursor, pattern, 10000).Result()
-			if err != nil {
-				return err
-			}
-			if len(keys) > 0 {
-				if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
-					return err
-				}
-			}
-			if next == 0 {
-				break
-			}
-			cursor = next
-		}
-	}
-	return nil
 }

@@ -96,23 +96,7 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	return &testServer{URL: srv.URL, outbox: box, audit: buf}
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    []byte
-}
-
-func (r response) errorCode() string {
-	e, _ := r.body["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	return code
-}
-
-func (r response) errorField(name string) any {
-	e, _ := r.body["error"].(map[string]any)
-	return e[name]
-}
+type response = testenv.Response
 
 func do(t *testing.T, method, url, contentType string, body io.Reader, header map[string]string) response {
 	t.Helper()
@@ -126,15 +110,7 @@ func do(t *testing.T, method, url, contentType string, body io.Reader, header ma
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := response{status: res.StatusCode, header: res.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
+	return testenv.Do(t, http.DefaultClient, req)
 }
 
 func send(t *testing.T, s *testServer, body string, header map[string]string) response {
@@ -145,16 +121,16 @@ func send(t *testing.T, s *testServer, body string, header map[string]string) re
 func TestSendAccepted(t *testing.T) {
 	s := newTestServer(t, serverOpts{})
 	r := send(t, s, `{"phone": "(415) 555-2671", "locale": "en-US"}`, map[string]string{"X-Request-ID": "req-abc-123"})
-	if r.status != http.StatusAccepted {
-		t.Fatalf("status %d: %s", r.status, r.raw)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("status %d: %s", r.Status, r.Raw)
 	}
 	want := map[string]any{"id": "req-abc-123", "phone": "+14155552671", "status": "pending", "expires_in": 600.0}
 	for k, v := range want {
-		if r.body[k] != v {
-			t.Errorf("body.%s = %v, want %v", k, r.body[k], v)
+		if r.Body[k] != v {
+			t.Errorf("body.%s = %v, want %v", k, r.Body[k], v)
 		}
 	}
-	if got := r.header.Get("X-Request-ID"); got != "req-abc-123" {
+	if got := r.Header.Get("X-Request-ID"); got != "req-abc-123" {
 		t.Errorf("X-Request-ID = %q, want the incoming one", got)
 	}
 	wantHeaders := map[string]string{
@@ -164,15 +140,15 @@ func TestSendAccepted(t *testing.T) {
 		"X-RateLimit-Remaining": "0",
 	}
 	for k, v := range wantHeaders {
-		if got := r.header.Get(k); got != v {
+		if got := r.Header.Get(k); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
-	reset, _ := strconv.ParseInt(r.header.Get("X-RateLimit-Reset"), 10, 64)
+	reset, _ := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64)
 	if d := reset - time.Now().Unix(); d < 59 || d > 61 {
 		t.Errorf("X-RateLimit-Reset = %d, %d s from now; want about 60", reset, d)
 	}
-	if r.header.Get("Retry-After") != "" {
+	if r.Header.Get("Retry-After") != "" {
 		t.Error("Retry-After on an accepted request")
 	}
 	if msgs := s.outbox.Messages("+14155552671"); len(msgs) != 1 {
@@ -190,28 +166,28 @@ func TestSendAccepted(t *testing.T) {
 
 func TestSendRateLimited(t *testing.T) {
 	s := newTestServer(t, serverOpts{})
-	if r := send(t, s, `{"phone": "+14155552671"}`, nil); r.status != http.StatusAccepted {
-		t.Fatalf("first: %d %s", r.status, r.raw)
+	if r := send(t, s, `{"phone": "+14155552671"}`, nil); r.Status != http.StatusAccepted {
+		t.Fatalf("first: %d %s", r.Status, r.Raw)
 	}
 	r := send(t, s, `{"phone": "+1 415 555 2671"}`, nil)
-	if r.status != http.StatusTooManyRequests || r.errorCode() != "rate_limited" {
-		t.Fatalf("second: %d %s", r.status, r.raw)
+	if r.Status != http.StatusTooManyRequests || r.ErrorCode() != "rate_limited" {
+		t.Fatalf("second: %d %s", r.Status, r.Raw)
 	}
-	if r.errorField("scope") != "phone" || r.errorField("window") != "1m" || r.errorField("limit") != 1.0 {
-		t.Fatalf("error fields: %s", r.raw)
+	if r.ErrorField("scope") != "phone" || r.ErrorField("window") != "1m" || r.ErrorField("limit") != 1.0 {
+		t.Fatalf("error fields: %s", r.Raw)
 	}
-	retry := r.errorField("retry_after").(float64)
+	retry := r.ErrorField("retry_after").(float64)
 	if retry < 59 || retry > 60 {
 		t.Fatalf("retry_after = %v", retry)
 	}
-	if got := r.header.Get("Retry-After"); got != strconv.Itoa(int(retry)) {
+	if got := r.Header.Get("Retry-After"); got != strconv.Itoa(int(retry)) {
 		t.Fatalf("Retry-After = %q, body retry_after = %v", got, retry)
 	}
-	if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"phone-1m";r=0;t=%d`, int(retry)); got != want {
+	if got, want := r.Header.Get("RateLimit"), fmt.Sprintf(`"phone-1m";r=0;t=%d`, int(retry)); got != want {
 		t.Fatalf("RateLimit = %q, want %q", got, want)
 	}
-	if r.header.Get("X-RateLimit-Remaining") != "0" || r.header.Get("RateLimit-Policy") == "" {
-		t.Fatalf("headers %v", r.header)
+	if r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("headers %v", r.Header)
 	}
 	rows := s.audit.rows(t)
 	if last := rows[len(rows)-1]; last["outcome"] != "rate_limited" || last["reason"] != "phone:1m" {
@@ -260,18 +236,18 @@ func TestSendClientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, s.URL+"/v1/otp/send", tt.contentType, strings.NewReader(tt.body), nil)
-			if r.status != tt.status || r.errorCode() != tt.code {
-				t.Fatalf("got %d %s, want %d %s", r.status, r.raw, tt.status, tt.code)
+			if r.Status != tt.status || r.ErrorCode() != tt.code {
+				t.Fatalf("got %d %s, want %d %s", r.Status, r.Raw, tt.status, tt.code)
 			}
 			if tt.code != "" {
-				if msg, _ := r.errorField("message").(string); msg == "" {
-					t.Fatalf("no message in %s", r.raw)
+				if msg, _ := r.ErrorField("message").(string); msg == "" {
+					t.Fatalf("no message in %s", r.Raw)
 				}
-				if r.header.Get("RateLimit") != "" {
+				if r.Header.Get("RateLimit") != "" {
 					t.Fatal("limit headers on a request that never reached the limiter")
 				}
 			}
-			if r.header.Get("X-Request-ID") == "" {
+			if r.Header.Get("X-Request-ID") == "" {
 				t.Fatal("no X-Request-ID")
 			}
 		})
@@ -296,8 +272,8 @@ func TestSendProviderRefusal(t *testing.T) {
 	s := newTestServer(t, serverOpts{})
 	for i := 0; i < 3; i++ { // refunds: never rate_limited
 		r := send(t, s, `{"phone": "+1 201 555 0123"}`, nil)
-		if r.status != http.StatusBadGateway || r.errorCode() != "provider_error" {
-			t.Fatalf("attempt %d: %d %s", i, r.status, r.raw)
+		if r.Status != http.StatusBadGateway || r.ErrorCode() != "provider_error" {
+			t.Fatalf("attempt %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
 	rows := s.audit.rows(t)
@@ -312,14 +288,14 @@ func TestSendRedisDown(t *testing.T) {
 	s := newTestServer(t, serverOpts{rdb: dead})
 	start := time.Now()
 	r := send(t, s, `{"phone": "+14155552671"}`, nil)
-	if r.status != http.StatusServiceUnavailable || r.errorCode() != "unavailable" {
-		t.Fatalf("%d %s", r.status, r.raw)
+	if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != "unavailable" {
+		t.Fatalf("%d %s", r.Status, r.Raw)
 	}
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("took %v to fail closed", el)
 	}
-	if strings.Contains(string(r.raw), "127.0.0.1:1") {
-		t.Errorf("internal detail leaked: %s", r.raw)
+	if strings.Contains(string(r.Raw), "127.0.0.1:1") {
+		t.Errorf("internal detail leaked: %s", r.Raw)
 	}
 	if len(s.outbox.Messages("")) != 0 {
 		t.Fatal("texted without a limit check")
@@ -340,19 +316,19 @@ func TestRequestIDs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, map[string]string{"X-Request-ID": tt.in})
-			got := r.header.Get("X-Request-ID")
+			got := r.Header.Get("X-Request-ID")
 			if got == "" || got == tt.in || len(got) != 36 {
 				t.Fatalf("X-Request-ID %q for incoming %q: want a fresh UUID", got, tt.in)
 			}
 		})
 	}
 	r := do(t, http.MethodGet, s.URL+"/nope", "", nil, map[string]string{"X-Request-ID": "trace-1"})
-	if r.status != 404 || r.errorCode() != "not_found" || r.header.Get("X-Request-ID") != "trace-1" {
-		t.Fatalf("unknown route: %d %v %s", r.status, r.header, r.raw)
+	if r.Status != 404 || r.ErrorCode() != "not_found" || r.Header.Get("X-Request-ID") != "trace-1" {
+		t.Fatalf("unknown route: %d %v %s", r.Status, r.Header, r.Raw)
 	}
 	r = do(t, http.MethodGet, s.URL+"/v1/otp/send", "", nil, nil)
-	if r.status != 405 || r.errorCode() != "method_not_allowed" {
-		t.Fatalf("wrong method: %d %s", r.status, r.raw)
+	if r.Status != 405 || r.ErrorCode() != "method_not_allowed" {
+		t.Fatalf("wrong method: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -362,16 +338,16 @@ func TestClientIPFromTrustedProxy(t *testing.T) {
 	// left-most hop does not make it another client.
 	for i := 0; i < 5; i++ {
 		h := map[string]string{"X-Forwarded-For": fmt.Sprintf("10.9.9.%d, 203.0.113.9", i)}
-		if r := send(t, s, fmt.Sprintf(`{"phone": "+1415555267%d"}`, i), h); r.status != 202 {
-			t.Fatalf("send %d: %d %s", i, r.status, r.raw)
+		if r := send(t, s, fmt.Sprintf(`{"phone": "+1415555267%d"}`, i), h); r.Status != 202 {
+			t.Fatalf("send %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
 	r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.9"})
-	if r.status != 429 || r.errorField("scope") != "ip" {
-		t.Fatalf("sixth: %d %s", r.status, r.raw)
+	if r.Status != 429 || r.ErrorField("scope") != "ip" {
+		t.Fatalf("sixth: %d %s", r.Status, r.Raw)
 	}
-	if r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.10"}); r.status != 202 {
-		t.Fatalf("another client: %d %s", r.status, r.raw)
+	if r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.10"}); r.Status != 202 {
+		t.Fatalf("another client: %d %s", r.Status, r.Raw)
 	}
 	rows := s.audit.rows(t)
 	if rows[0]["client_ip"] != "203.0.113.9" {
@@ -390,13 +366,13 @@ func TestConcurrentSendsForOnePhoneAdmitOne(t *testing.T) {
 			defer wg.Done()
 			<-start
 			r := send(t, s, `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": fmt.Sprintf("198.18.%d.%d", i/200, i%200)})
-			switch r.status {
+			switch r.Status {
 			case 202:
 				accepted.Add(1)
 			case 429:
 				limited.Add(1)
 			default:
-				t.Errorf("status %d %s", r.status, r.raw)
+				t.Errorf("status %d %s", r.Status, r.Raw)
 			}
 		}()
 	}
@@ -418,23 +394,23 @@ func TestFakeMessages(t *testing.T) {
 		t.Run(q, func(t *testing.T) {
 			r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone="+q, "", nil, nil)
 			var msgs []map[string]any
-			if err := json.Unmarshal(r.raw, &msgs); err != nil || r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.raw)
+			if err := json.Unmarshal(r.Raw, &msgs); err != nil || r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Raw)
 			}
 			if len(msgs) != 1 || msgs[0]["to"] != "+447400123456" || !strings.HasPrefix(msgs[0]["body"].(string), "Your verification code is ") {
-				t.Fatalf("messages %s", r.raw)
+				t.Fatalf("messages %s", r.Raw)
 			}
 			if _, err := time.Parse(time.RFC3339, msgs[0]["sent_at"].(string)); err != nil {
 				t.Fatalf("sent_at: %v", err)
 			}
 		})
 	}
-	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=nope", "", nil, nil); r.status != 400 || r.errorCode() != "invalid_phone" {
-		t.Fatalf("bad phone: %d %s", r.status, r.raw)
+	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=nope", "", nil, nil); r.Status != 400 || r.ErrorCode() != "invalid_phone" {
+		t.Fatalf("bad phone: %d %s", r.Status, r.Raw)
 	}
 	r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=%2B14155559999", "", nil, nil)
-	if r.status != 200 || strings.TrimSpace(string(r.raw)) != "[]" {
-		t.Fatalf("no texts must be [], got %d %s", r.status, r.raw)
+	if r.Status != 200 || strings.TrimSpace(string(r.Raw)) != "[]" {
+		t.Fatalf("no texts must be [], got %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -442,24 +418,24 @@ func TestHealthReadyMetrics(t *testing.T) {
 	ok := func(context.Context) error { return nil }
 	down := func(context.Context) error { return fmt.Errorf("connection refused") }
 	s := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: down}}})
-	if r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, nil); r.status != 200 {
-		t.Fatalf("healthz %d", r.status)
+	if r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, nil); r.Status != 200 {
+		t.Fatalf("healthz %d", r.Status)
 	}
 	r := do(t, http.MethodGet, s.URL+"/readyz", "", nil, nil)
-	if r.status != 503 || r.errorCode() != "unavailable" || !strings.Contains(string(r.raw), "postgres") {
-		t.Fatalf("readyz %d %s", r.status, r.raw)
+	if r.Status != 503 || r.ErrorCode() != "unavailable" || !strings.Contains(string(r.Raw), "postgres") {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
 	}
-	if failed := r.errorField("failed").([]any); len(failed) != 1 || failed[0] != "postgres" {
+	if failed := r.ErrorField("failed").([]any); len(failed) != 1 || failed[0] != "postgres" {
 		t.Fatalf("failed = %v", failed)
 	}
 	s2 := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: ok}}})
-	if r := do(t, http.MethodGet, s2.URL+"/readyz", "", nil, nil); r.status != 200 {
-		t.Fatalf("readyz %d %s", r.status, r.raw)
+	if r := do(t, http.MethodGet, s2.URL+"/readyz", "", nil, nil); r.Status != 200 {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
 	}
 	send(t, s2, `{"phone": "+14155552671"}`, nil)
 	m := do(t, http.MethodGet, s2.URL+"/metrics", "", nil, nil)
 	for _, want := range []string{`smsgw_http_requests_total{route="/v1/otp/send",status="202"} 1`, `smsgw_requests_total{kind="send",outcome="sent",reason=""} 1`} {
-		if !strings.Contains(string(m.raw), want) {
+		if !strings.Contains(string(m.Raw), want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}

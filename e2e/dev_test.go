@@ -50,11 +50,11 @@ func TestDevModeNeedsNothing(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil)
-	if r.status != 202 {
-		t.Fatalf("send: %d %s", r.status, r.raw)
+	if r.Status != 202 {
+		t.Fatalf("send: %d %s", r.Status, r.Raw)
 	}
-	if r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil); r.status != 429 {
-		t.Fatalf("the in-process Redis must run the same limits: %d %s", r.status, r.raw)
+	if r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil); r.Status != 429 {
+		t.Fatalf("the in-process Redis must run the same limits: %d %s", r.Status, r.Raw)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-exited; err != nil {

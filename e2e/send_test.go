@@ -47,20 +47,20 @@ func TestSendOverHTTP(t *testing.T) {
 	xff := map[string]string{"X-Forwarded-For": "203.0.113.5", "X-Request-ID": "e2e-first"}
 
 	r := post(t, p.URL+"/v1/otp/send", `{"phone": "(415) 555-2671"}`, xff)
-	if r.status != 202 || r.body["phone"] != "+14155552671" || r.body["status"] != "pending" || r.body["id"] != "e2e-first" || r.body["expires_in"] != 600.0 {
-		t.Fatalf("send: %d %s", r.status, r.raw)
+	if r.Status != 202 || r.Body["phone"] != "+14155552671" || r.Body["status"] != "pending" || r.Body["id"] != "e2e-first" || r.Body["expires_in"] != 600.0 {
+		t.Fatalf("send: %d %s", r.Status, r.Raw)
 	}
-	if r.header.Get("RateLimit") != `"phone-2s";r=0;t=2` || r.header.Get("X-Request-ID") != "e2e-first" {
-		t.Fatalf("headers: %v", r.header)
+	if r.Header.Get("RateLimit") != `"phone-2s";r=0;t=2` || r.Header.Get("X-Request-ID") != "e2e-first" {
+		t.Fatalf("headers: %v", r.Header)
 	}
-	if got := r.header.Get("RateLimit-Policy"); got != `"phone-2s";q=1;w=2, "phone-4s";q=2;w=4, "ip-2s";q=5;w=2, "ip-4s";q=6;w=4` {
+	if got := r.Header.Get("RateLimit-Policy"); got != `"phone-2s";q=1;w=2, "phone-4s";q=2;w=4, "ip-2s";q=5;w=2, "ip-4s";q=6;w=4` {
 		t.Fatalf("RateLimit-Policy = %s", got)
 	}
 
 	msgs := get(t, p.URL+"/v1/fake/messages?phone=%2B14155552671")
 	var outbox []map[string]string
-	if err := json.Unmarshal(msgs.raw, &outbox); err != nil || len(outbox) != 1 {
-		t.Fatalf("outbox: %s", msgs.raw)
+	if err := json.Unmarshal(msgs.Raw, &outbox); err != nil || len(outbox) != 1 {
+		t.Fatalf("outbox: %s", msgs.Raw)
 	}
 	code := regexp.MustCompile(`\d{6}`).FindString(outbox[0]["body"])
 	if code == "" {
@@ -68,23 +68,23 @@ func TestSendOverHTTP(t *testing.T) {
 	}
 
 	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+1 415 555 2671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
-	if r.status != 429 || r.errorCode() != "rate_limited" || r.errorField("scope") != "phone" || r.errorField("window") != "2s" {
-		t.Fatalf("second send: %d %s", r.status, r.raw)
+	if r.Status != 429 || r.ErrorCode() != "rate_limited" || r.ErrorField("scope") != "phone" || r.ErrorField("window") != "2s" {
+		t.Fatalf("second send: %d %s", r.Status, r.Raw)
 	}
-	retry := int(r.errorField("retry_after").(float64))
-	if retry < 1 || retry > 2 || r.header.Get("Retry-After") != strconv.Itoa(retry) {
-		t.Fatalf("retry_after %d, Retry-After %q", retry, r.header.Get("Retry-After"))
+	retry := int(r.ErrorField("retry_after").(float64))
+	if retry < 1 || retry > 2 || r.Header.Get("Retry-After") != strconv.Itoa(retry) {
+		t.Fatalf("retry_after %d, Retry-After %q", retry, r.Header.Get("Retry-After"))
 	}
 	// Waiting exactly retry_after is enough.
 	time.Sleep(time.Duration(retry) * time.Second)
 	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
-	if r.status != 202 {
-		t.Fatalf("after retry_after: %d %s", r.status, r.raw)
+	if r.Status != 202 {
+		t.Fatalf("after retry_after: %d %s", r.Status, r.Raw)
 	}
 	// The 4s window now holds two: the third is refused by it.
 	r = post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": "203.0.113.5"})
-	if r.status != 429 || r.errorField("window") != "4s" && r.errorField("window") != "2s" {
-		t.Fatalf("third: %d %s", r.status, r.raw)
+	if r.Status != 429 || r.ErrorField("window") != "4s" && r.ErrorField("window") != "2s" {
+		t.Fatalf("third: %d %s", r.Status, r.Raw)
 	}
 
 	for _, tc := range []struct {
@@ -96,15 +96,15 @@ func TestSendOverHTTP(t *testing.T) {
 		{`{"phone": "nope"}`, 400, "invalid_phone"},
 		{`{"phone": "+1 201 555 0123"}`, 502, "provider_error"},
 	} {
-		if r := post(t, p.URL+"/v1/otp/send", tc.body, nil); r.status != tc.status || r.errorCode() != tc.code {
-			t.Fatalf("%s: %d %s", tc.body, r.status, r.raw)
+		if r := post(t, p.URL+"/v1/otp/send", tc.body, nil); r.Status != tc.status || r.ErrorCode() != tc.code {
+			t.Fatalf("%s: %d %s", tc.body, r.Status, r.Raw)
 		}
 	}
-	if r := get(t, p.URL+"/readyz"); r.status != 200 {
-		t.Fatalf("readyz %d %s", r.status, r.raw)
+	if r := get(t, p.URL+"/readyz"); r.Status != 200 {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
 	}
-	if r := get(t, p.URL+"/metrics"); r.status != 200 || !strings.Contains(string(r.raw), "smsgw_audit_rows_written_total") {
-		t.Fatalf("metrics %d", r.status)
+	if r := get(t, p.URL+"/metrics"); r.Status != 200 || !strings.Contains(string(r.Raw), "smsgw_audit_rows_written_total") {
+		t.Fatalf("metrics %d", r.Status)
 	}
 
 	p.stop(t) // flushes the audit log
@@ -161,13 +161,13 @@ trusted_proxies = ["127.0.0.0/8"]
 					phone, ip := body(i)
 					<-gate
 					r := post(t, url+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
-					switch r.status {
+					switch r.Status {
 					case 202:
 						accepted.Add(1)
 					case 429:
 						limited.Add(1)
 					default:
-						t.Errorf("%d %s", r.status, r.raw)
+						t.Errorf("%d %s", r.Status, r.Raw)
 					}
 				}()
 			}

@@ -5,9 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -158,23 +156,7 @@ func (p *process) stop(t *testing.T) {
 	}
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    []byte
-}
-
-func (r response) errorCode() string {
-	e, _ := r.body["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}
-
-func (r response) errorField(name string) any {
-	e, _ := r.body["error"].(map[string]any)
-	return e[name]
-}
+type response = testenv.Response
 
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
 
@@ -202,15 +184,7 @@ func get(t *testing.T, url string) response {
 
 func roundTrip(t *testing.T, req *http.Request) response {
 	t.Helper()
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := response{status: res.StatusCode, header: res.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
+	return testenv.Do(t, client, req)
 }
 
 type auditRow struct {

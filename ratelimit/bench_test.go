@@ -86,8 +86,8 @@ func benchIP() string {
 // is unlinked when b ends.
 func benchRedis(b *testing.B, conns int) (*redis.Client, string) {
 	b.Helper()
-	// testenv checks Redis is there and hands out the prefix; its own cleanup
-	// (one DEL per key) runs after ours has unlinked everything in bulk.
+	// testenv checks Redis is there, hands out the prefix and deletes the keys
+	// under it; redis_rate's own "rate:" keys are deleted here.
 	_, prefix := testenv.Redis(b)
 	opt, err := redis.ParseURL(testenv.RedisURL())
 	if err != nil {
@@ -96,37 +96,12 @@ func benchRedis(b *testing.B, conns int) (*redis.Client, string) {
 	opt.PoolSize = conns
 	rdb := redis.NewClient(opt)
 	b.Cleanup(func() {
-		if err := unlinkBenchKeys(rdb, prefix+"*", "rate:"+prefix+"*"); err != nil {
+		if err := testenv.UnlinkKeys(rdb, "rate:"+prefix+"*"); err != nil {
 			b.Logf("unlink benchmark keys: %v", err)
 		}
 		rdb.Close()
 	})
 	return rdb, prefix
-}
-
-// unlinkBenchKeys removes every key matching the patterns, a SCAN page at a time.
-func unlinkBenchKeys(rdb *redis.Client, patterns ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, pattern := range patterns {
-		var cursor uint64
-		for {
-			keys, next, err := rdb.Scan(ctx, cursor, pattern, 10000).Result()
-			if err != nil {
-				return err
-			}
-			if len(keys) > 0 {
-				if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
-					return err
-				}
-			}
-			if next == 0 {
-				break
-			}
-			cursor = next
-		}
-	}
-	return nil
 }
 
 // BenchmarkDecisions measures how many decisions per second each algorithm

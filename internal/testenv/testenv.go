@@ -68,15 +68,37 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	}
 	prefix := "test:" + Unique() + ":"
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
+		if err := UnlinkKeys(rdb, prefix+"*"); err != nil {
+			t.Logf("delete test keys: %v", err)
 		}
 		rdb.Close()
 	})
 	return rdb, prefix
+}
+
+// UnlinkKeys removes every key matching the patterns, a SCAN page at a time.
+func UnlinkKeys(rdb *redis.Client, patterns ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, pattern := range patterns {
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, pattern, 10000).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+					return err
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return nil
 }
 
 // Database creates an empty database of the test's own and returns its URL.

@@ -1,0 +1,46 @@
+package testenv
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// Response is an HTTP answer read whole, its JSON body parsed when it is an
+// object.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// ErrorCode is error.code of the error envelope, or "".
+func (r Response) ErrorCode() string {
+	c, _ := r.ErrorField("code").(string)
+	return c
+}
+
+// ErrorField is a member of the error envelope's error object.
+func (r Response) ErrorField(name string) any {
+	e, _ := r.Body["error"].(map[string]any)
+	return e[name]
+}
+
+// Do sends req and reads the whole answer.
+func Do(t testing.TB, c *http.Client, req *http.Request) Response {
+	t.Helper()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+	_ = json.Unmarshal(raw, &r.Body)
+	return r
+}
