@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,39 +28,10 @@ import (
 	"smsgw/sender/fake"
 )
 
-// syncBuffer collects the JSON-lines audit log of a test server.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// rows parses the audit lines written so far.
-func (b *syncBuffer) rows(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var row map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
 type testServer struct {
 	URL    string
 	outbox *fake.Provider
-	audit  *syncBuffer
+	audit  *testenv.Buffer
 }
 
 type serverOpts struct {
@@ -88,7 +57,7 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 		CodeTTL:       10 * time.Minute,
 		SendTimeout:   time.Second,
 	}, ratelimit.New(rdb, prefix), sender.NewRouter(sender.Named{Name: "fake", Provider: box}), log)
-	buf := &syncBuffer{}
+	buf := &testenv.Buffer{}
 	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US"},
 		svc, audit.NewJSONLines(buf), box, o.checks, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
@@ -154,12 +123,12 @@ func TestSendAccepted(t *testing.T) {
 	if msgs := s.outbox.Messages("+14155552671"); len(msgs) != 1 {
 		t.Fatalf("outbox: %+v", msgs)
 	}
-	rows := s.audit.rows(t)
+	rows := s.audit.JSONLines()
 	if len(rows) != 1 || rows[0]["outcome"] != "sent" || rows[0]["phone_e164"] != "+14155552671" ||
 		rows[0]["request_id"] != "req-abc-123" || rows[0]["client_ip"] != "127.0.0.1" || rows[0]["provider"] != "fake" || rows[0]["provider_message_id"] == "" {
 		t.Fatalf("audit rows %v", rows)
 	}
-	if strings.Contains(s.audit.buf.String(), strings.TrimPrefix(s.outbox.Messages("")[0].Body, "Your verification code is ")) {
+	if strings.Contains(s.audit.String(), strings.TrimPrefix(s.outbox.Messages("")[0].Body, "Your verification code is ")) {
 		t.Fatal("the code is in the audit log")
 	}
 }
@@ -189,7 +158,7 @@ func TestSendRateLimited(t *testing.T) {
 	if r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Policy") == "" {
 		t.Fatalf("headers %v", r.Header)
 	}
-	rows := s.audit.rows(t)
+	rows := s.audit.JSONLines()
 	if last := rows[len(rows)-1]; last["outcome"] != "rate_limited" || last["reason"] != "phone:1m" {
 		t.Fatalf("audit row %v", last)
 	}
@@ -257,7 +226,7 @@ func TestSendClientErrors(t *testing.T) {
 	if n := len(s.outbox.Messages("")); n != 1 {
 		t.Fatalf("outbox holds %d texts", n)
 	}
-	rows := s.audit.rows(t)
+	rows := s.audit.JSONLines()
 	if len(rows) != len(tests) {
 		t.Fatalf("%d audit rows for %d requests", len(rows), len(tests))
 	}
@@ -276,7 +245,7 @@ func TestSendProviderRefusal(t *testing.T) {
 			t.Fatalf("attempt %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	rows := s.audit.rows(t)
+	rows := s.audit.JSONLines()
 	if rows[0]["outcome"] != "provider_error" || rows[0]["provider"] != "fake" || rows[0]["reason"] != "refused" {
 		t.Fatalf("audit row %v", rows[0])
 	}
@@ -300,7 +269,7 @@ func TestSendRedisDown(t *testing.T) {
 	if len(s.outbox.Messages("")) != 0 {
 		t.Fatal("texted without a limit check")
 	}
-	if rows := s.audit.rows(t); len(rows) != 1 || rows[0]["outcome"] != "unavailable" {
+	if rows := s.audit.JSONLines(); len(rows) != 1 || rows[0]["outcome"] != "unavailable" {
 		t.Fatalf("audit %v", rows)
 	}
 }
@@ -349,7 +318,7 @@ func TestClientIPFromTrustedProxy(t *testing.T) {
 	if r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.10"}); r.Status != 202 {
 		t.Fatalf("another client: %d %s", r.Status, r.Raw)
 	}
-	rows := s.audit.rows(t)
+	rows := s.audit.JSONLines()
 	if rows[0]["client_ip"] != "203.0.113.9" {
 		t.Fatalf("audit client_ip %v", rows[0]["client_ip"])
 	}

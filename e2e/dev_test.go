@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,7 +20,7 @@ func TestDevModeNeedsNothing(t *testing.T) {
 	// Outside services that do not exist: dev mode must not touch them.
 	cmd.Env = append(os.Environ(), "SMSGW_LISTEN="+addr, "SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x")
 	cmd.Dir = t.TempDir()
-	stderr := &syncBuffer{}
+	stderr := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -65,10 +63,8 @@ func TestDevModeNeedsNothing(t *testing.T) {
 		t.Fatalf("no banner or printed text:\n%s", out)
 	}
 	var outcomes []string
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var row map[string]any
-		if json.Unmarshal(sc.Bytes(), &row) == nil && row["audit"] == "audit_log" {
+	for _, row := range stderr.JSONLines() {
+		if row["audit"] == "audit_log" {
 			outcomes = append(outcomes, row["outcome"].(string))
 		}
 	}

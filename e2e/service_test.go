@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,28 +53,10 @@ func newEnv(t *testing.T) env {
 	return env{redisURL: testenv.RedisURL(), keyPrefix: prefix, databaseURL: testenv.Database(t)}
 }
 
-// syncBuffer is a process's captured stderr.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type process struct {
 	URL    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	exited chan error
 }
 
@@ -106,7 +86,7 @@ func start(t *testing.T, e env, config string, args ...string) *process {
 		"SMSGW_REDIS_URL="+e.redisURL,
 		"SMSGW_DATABASE_URL="+e.databaseURL,
 	)
-	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
