@@ -12,7 +12,7 @@ export SMSGW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/smsgw_test?
 export CI ?= true
 
 # Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
-FUZZ_TARGETS = ./otp:FuzzParsePhone ./api:FuzzDecodeSend ./api:FuzzClientIP
+FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
 
 .PHONY: test services vet fuzz run dev bench build
 test: services vet

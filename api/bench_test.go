@@ -29,9 +29,7 @@ import (
 	"smsgw/internal/testenv"
 	"smsgw/migrations"
 	"smsgw/otp"
-	"smsgw/ratelimit"
-	"smsgw/sender"
-	"smsgw/sender/fake"
+	"smsgw/otp/otptest"
 )
 
 // HTTP load on real servers on loopback, driven by vegeta's library in the
@@ -177,22 +175,11 @@ func BenchmarkHTTP(b *testing.B) {
 
 	// smsgw wired like serveHTTP in cmd/smsgw/run.go, with the defaults of
 	// config.toml and 127.0.0.0/8 trusted as a proxy.
-	limiter := ratelimit.New(rdb, prefix+"smsgw:")
-	outbox := fake.New(10000, nil, nil)
-	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
-	svc := otp.NewService(otp.Config{
-		DefaultRegion: "US",
-		IPv6Prefix:    64,
-		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
-		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
-		CodeLength:    6,
-		CodeTTL:       10 * time.Minute,
-		SendTimeout:   10 * time.Second,
-	}, limiter, router, log)
+	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:"})
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		DefaultRegion:  "US",
-	}, svc, writer, outbox, []api.Check{
+	}, svc.Service, writer, audit.NewReader(pool), svc.Outbox, []api.Check{
 		{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{Name: "postgres", Check: pool.Ping},
 	}, reg)

@@ -77,12 +77,8 @@ type Outbox interface {
 // arrived as a space (an unencoded query) both work.
 func handleFakeMessages(outbox Outbox, defaultRegion string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		raw := c.QueryParam("phone")
 		phone := ""
-		if raw != "" {
-			if strings.HasPrefix(raw, " ") {
-				raw = "+" + strings.TrimLeft(raw, " ")
-			}
+		if raw := plusFromQuery(c.QueryParam("phone")); raw != "" {
 			p, err := otp.ParsePhone(raw, defaultRegion)
 			if err != nil {
 				return err

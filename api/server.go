@@ -17,15 +17,20 @@ import (
 type Config struct {
 	TrustedProxies []netip.Prefix
 	DefaultRegion  string
+	// AdminToken enables the admin API; empty leaves it out (404).
+	AdminToken  string
+	MaxAttempts int
 }
 
 // NewServer returns the HTTP handler of smsgw with every route wired to the
-// dependencies it needs. outbox is nil unless the fake provider is in use.
+// dependencies it needs. outbox is nil unless the fake provider is in use;
+// auditReader is nil when there is no Postgres to read (dev mode).
 func NewServer(
 	log *slog.Logger,
 	cfg Config,
 	svc *otp.Service,
 	auditLog otp.AuditLog,
+	auditReader otp.AuditReader,
 	outbox Outbox,
 	checks []Check,
 	reg *prometheus.Registry,
@@ -37,6 +42,6 @@ func NewServer(
 	e.IPExtractor = func(r *http.Request) string { return ips.Resolve(r).String() }
 	m := newHTTPMetrics(reg)
 	e.Use(withRequestContext(ips), observe(log, m), recoverPanics(log))
-	addRoutes(e, log, cfg, svc, auditLog, outbox, checks, reg, m)
+	addRoutes(e, log, cfg, svc, auditLog, auditReader, outbox, checks, reg, m)
 	return e
 }

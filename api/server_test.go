@@ -23,8 +23,7 @@ import (
 	"smsgw/audit"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/ratelimit"
-	"smsgw/sender"
+	"smsgw/otp/otptest"
 	"smsgw/sender/fake"
 )
 
@@ -32,37 +31,34 @@ type testServer struct {
 	URL    string
 	outbox *fake.Provider
 	audit  *testenv.Buffer
+	svc    otptest.Service
 }
 
 type serverOpts struct {
 	rdb            *redis.Client // nil: the test Redis
 	trustedProxies []netip.Prefix
 	checks         []api.Check
+	adminToken     string
+	auditLog       otp.AuditLog    // nil: JSON lines into testServer.audit
+	auditReader    otp.AuditReader // nil: none (as in dev mode)
+	config         func(*otp.Config)
+	messages       func(*otp.MessageConfig)
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
-	rdb, prefix := o.rdb, "x:"
-	if rdb == nil {
-		rdb, prefix = testenv.Redis(t)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	box := fake.New(1000, []string{"+1201"}, nil)
-	svc := otp.NewService(otp.Config{
-		DefaultRegion: "US",
-		IPv6Prefix:    64,
-		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
-		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
-		CodeLength:    6,
-		CodeTTL:       10 * time.Minute,
-		SendTimeout:   time.Second,
-	}, ratelimit.New(rdb, prefix), sender.NewRouter(sender.Named{Name: "fake", Provider: box}), log)
+	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Config: o.config, Messages: o.messages})
 	buf := &testenv.Buffer{}
-	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US"},
-		svc, audit.NewJSONLines(buf), box, o.checks, prometheus.NewRegistry())
+	auditLog := o.auditLog
+	if auditLog == nil {
+		auditLog = audit.NewJSONLines(buf)
+	}
+	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5},
+		svc.Service, auditLog, o.auditReader, svc.Outbox, o.checks, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, outbox: box, audit: buf}
+	return &testServer{URL: srv.URL, outbox: svc.Outbox, audit: buf, svc: svc}
 }
 
 type response = testenv.Response
@@ -252,7 +248,7 @@ func TestSendProviderRefusal(t *testing.T) {
 }
 
 func TestSendRedisDown(t *testing.T) {
-	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { dead.Close() })
 	s := newTestServer(t, serverOpts{rdb: dead})
 	start := time.Now()

@@ -112,7 +112,7 @@ func TestSendOverHTTP(t *testing.T) {
 	want := []struct{ outcome, reason, phone, ip string }{
 		{"sent", "<null>", "+14155552671", "203.0.113.5"},
 		{"rate_limited", "phone:2s", "+14155552671", "203.0.113.5"},
-		{"sent", "<null>", "+14155552671", "203.0.113.5"},
+		{"sent", "resend", "+14155552671", "203.0.113.5"}, // the first code is still pending
 		{"rate_limited", "", "+14155552671", "203.0.113.5"},
 		{"invalid_request", "invalid_request", "<null>", "127.0.0.1"},
 		{"invalid_phone", "<null>", "<null>", "127.0.0.1"},

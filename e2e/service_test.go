@@ -22,6 +22,11 @@ import (
 
 var binary string
 
+const (
+	secret     = "e2e-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+	adminToken = "e2e-admin-token"
+)
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "smsgw-e2e-")
 	if err != nil {
@@ -85,6 +90,8 @@ func start(t *testing.T, e env, config string, args ...string) *process {
 		"SMSGW_LISTEN="+addr,
 		"SMSGW_REDIS_URL="+e.redisURL,
 		"SMSGW_DATABASE_URL="+e.databaseURL,
+		"SMSGW_SECRET="+secret,
+		"SMSGW_ADMIN_TOKEN="+adminToken,
 	)
 	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr

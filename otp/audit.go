@@ -10,6 +10,7 @@ import (
 const (
 	KindSend   = "send"
 	KindVerify = "verify"
+	KindAdmin  = "admin"
 
 	OutcomeSent     = "sent"
 	OutcomeApproved = "approved"
@@ -30,9 +31,18 @@ type AuditEvent struct {
 	Reason    string     // e.g. "phone:1m"; empty when there is nothing to add
 	Provider  string
 	MessageID string
+	// DeliveryStatus is the provider's last word on the text (delivered,
+	// failed, ...), filled by delivery receipts after the row is written.
+	DeliveryStatus string
 }
 
 // AuditLog stores audit events. Record must not lose an event it accepted.
 type AuditLog interface {
 	Record(ctx context.Context, e AuditEvent) error
+}
+
+// AuditReader reads the newest audit events, of one phone (E.164) or of all
+// when phone is empty, newest first.
+type AuditReader interface {
+	Recent(ctx context.Context, phone string, limit int) ([]AuditEvent, error)
 }

@@ -97,9 +97,13 @@ func (d Decision) Reason() string {
 // of every subject and records the request under ticket in all of them, or in
 // none when any window is full: a refused request consumes nothing. Refund
 // takes an admitted request back from every subject it was recorded in.
+// Status reads every window of the subjects without changing them, and Reset
+// forgets the subjects' admitted requests (the support desk's tools).
 type Limiter interface {
 	Allow(ctx context.Context, ticket string, subjects []Subject) (Decision, error)
 	Refund(ctx context.Context, ticket string, subjects []Subject) error
+	Status(ctx context.Context, subjects []Subject) ([]Window, error)
+	Reset(ctx context.Context, subjects []Subject) error
 }
 
 // IPKey groups client addresses the way limits count them: IPv4 (and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -14,31 +15,41 @@ type Config struct {
 	DefaultRegion string
 	// IPv6Prefix is how many leading bits of an IPv6 client address are
 	// counted as one client.
-	IPv6Prefix int
-	IPRules    []Rule
-	PhoneRules []Rule
-	CodeLength int
-	CodeTTL    time.Duration
+	IPv6Prefix    int
+	IPRules       []Rule
+	PhoneRules    []Rule
+	VerifyIPRules []Rule
+	CodeLength    int
+	CodeTTL       time.Duration
+	MaxAttempts   int
 	// SendTimeout bounds the provider call and the refund after it. Both
 	// outlive the client's request: once a text may go out, the flow finishes.
 	SendTimeout time.Duration
 }
 
+// Deps are the parts the flows run on.
+type Deps struct {
+	Limiter  Limiter
+	Sender   Sender
+	Codes    CodeStore
+	Secrets  *Secrets
+	Messages *Messages
+}
+
 // Service runs the send and verify flows over the interfaces it needs.
 type Service struct {
-	cfg     Config
-	limiter Limiter
-	sender  Sender
-	log     *slog.Logger
+	cfg Config
+	Deps
+	log *slog.Logger
 }
 
 // NewService returns a Service. It keeps no per-request state; one serves
 // every request of the process.
-func NewService(cfg Config, limiter Limiter, sender Sender, log *slog.Logger) *Service {
+func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 10 * time.Second
 	}
-	return &Service{cfg: cfg, limiter: limiter, sender: sender, log: log}
+	return &Service{cfg: cfg, Deps: deps, log: log}
 }
 
 // SendRequest is a validated-shape request to text a code.
@@ -62,27 +73,38 @@ type SendResult struct {
 	Limited   bool
 	Receipt   Receipt
 	ExpiresIn time.Duration
-	// Reason is the audit reason: the refusing window, or the provider's.
+	// Reason is the audit reason: the refusing window, the provider's, or
+	// "resend" when the pending code was texted again.
 	Reason string
 }
 
-// Send texts a code to the request's phone if every limit has room.
-func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	var res SendResult
-	region := req.Region
+func unavailable(what string, err error) *Error {
+	return &Error{Code: EUnavailable, Message: "the service is temporarily unavailable", Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+func (s *Service) parsePhone(raw, region string) (Phone, error) {
 	if region == "" {
 		region = s.cfg.DefaultRegion
 	}
-	phone, err := ParsePhone(req.Phone, region)
+	return ParsePhone(raw, region)
+}
+
+// Send texts a code to the request's phone if every limit has room. While a
+// code is pending the same code is texted again, with its expiry renewed and
+// its wrong attempts kept, so an earlier text still works and a resend never
+// buys more guesses.
+func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	var res SendResult
+	phone, err := s.parsePhone(req.Phone, req.Region)
 	if err != nil {
 		return res, err
 	}
 	res.Phone = phone
 
 	subjects := s.SendSubjects(phone.E164, req.ClientIP)
-	dec, err := s.limiter.Allow(ctx, req.Ticket, subjects)
+	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
 	if err != nil {
-		return res, &Error{Code: EUnavailable, Message: "the service is temporarily unavailable", Err: fmt.Errorf("limiter: %w", err)}
+		return res, unavailable("limiter", err)
 	}
 	res.Decision, res.Limited = dec, true
 	if !dec.Allowed {
@@ -90,17 +112,24 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		return res, RateLimitedError(dec)
 	}
 
-	code, err := NewCode(s.cfg.CodeLength)
-	if err != nil {
-		s.refund(ctx, req.Ticket, subjects)
-		return res, fmt.Errorf("generate code: %w", err)
-	}
-	body := "Your verification code is " + code
-
-	// The text may go out from here on: finish even if the client leaves.
+	// From here the request holds quota: give it back if nothing is texted.
+	// Once a text may go out, the flow finishes even if the client leaves.
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
-	receipt, err := s.sender.Send(sendCtx, phone.E164, body)
+	code, issued, err := s.issue(sendCtx, phone.E164)
+	if err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		return res, err
+	}
+	if !issued.isNew {
+		res.Reason = "resend"
+	}
+	body, err := s.Messages.Render(req.Locale, code)
+	if err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		return res, fmt.Errorf("render message: %w", err)
+	}
+	receipt, err := s.Sender.Send(sendCtx, phone.E164, body)
 	if err != nil {
 		var se *SendError
 		if !errors.As(err, &se) {
@@ -110,6 +139,12 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		res.Reason = se.Reason
 		if se.NotSent {
 			s.refund(sendCtx, req.Ticket, subjects)
+			if issued.isNew {
+				// Nobody has this code: do not leave it pending.
+				if err := s.Codes.Discard(sendCtx, phone.E164, issued.mac); err != nil {
+					s.log.WarnContext(ctx, "discard unsent code", "err", err)
+				}
+			}
 		}
 		return res, &Error{Code: EProviderError, Message: "the SMS provider did not accept the text", Err: err}
 	}
@@ -118,20 +153,179 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	return res, nil
 }
 
+// issuedCode says whether issue stored a new code, and which.
+type issuedCode struct {
+	isNew bool
+	mac   []byte
+}
+
+// issue returns the code to text: the pending one, or a new one it stored.
+func (s *Service) issue(ctx context.Context, phone string) (string, issuedCode, error) {
+	code, err := NewCode(s.cfg.CodeLength)
+	if err != nil {
+		return "", issuedCode{}, fmt.Errorf("generate code: %w", err)
+	}
+	fresh, err := s.seal(phone, code)
+	if err != nil {
+		return "", issuedCode{}, err
+	}
+	pending, err := s.Codes.Issue(ctx, phone, fresh, s.cfg.CodeTTL)
+	if err != nil {
+		return "", issuedCode{}, unavailable("codes", err)
+	}
+	if pending == nil {
+		return code, issuedCode{isNew: true, mac: fresh.MAC}, nil
+	}
+	old, err := s.Secrets.Open(phone, pending)
+	if err == nil {
+		return old, issuedCode{}, nil
+	}
+	// Sealed under a previous SMSGW_SECRET: its MAC cannot match any guess
+	// either, so the new code takes its place (attempts kept).
+	s.log.WarnContext(ctx, "pending code sealed under another secret; replacing it")
+	if err := s.Codes.Replace(ctx, phone, fresh, s.cfg.CodeTTL); err != nil {
+		return "", issuedCode{}, unavailable("codes", err)
+	}
+	return code, issuedCode{isNew: true, mac: fresh.MAC}, nil
+}
+
+func (s *Service) seal(phone, code string) (StoredCode, error) {
+	sealed, err := s.Secrets.Seal(phone, code)
+	if err != nil {
+		return StoredCode{}, fmt.Errorf("seal code: %w", err)
+	}
+	return StoredCode{MAC: s.Secrets.MAC(phone, code), Sealed: sealed}, nil
+}
+
+// VerifyRequest is a validated-shape request to check a code.
+type VerifyRequest struct {
+	Ticket   string
+	Phone    string
+	Region   string
+	Code     string
+	ClientIP netip.Addr
+}
+
+// VerifyResult is what happened to a verify request, filled as far as the
+// flow got.
+type VerifyResult struct {
+	Phone        Phone
+	Decision     Decision
+	Limited      bool
+	AttemptsLeft int
+	Reason       string
+}
+
+// Verify checks a guess against the phone's pending code. Compare, count,
+// consume and lock out are one atomic step in the code store.
+func (s *Service) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
+	var res VerifyResult
+	code, err := NormalizeCode(req.Code)
+	if err != nil {
+		return res, err
+	}
+	phone, err := s.parsePhone(req.Phone, req.Region)
+	if err != nil {
+		return res, err
+	}
+	res.Phone = phone
+
+	dec, err := s.Limiter.Allow(ctx, req.Ticket, s.VerifySubjects(req.ClientIP))
+	if err != nil {
+		return res, unavailable("limiter", err)
+	}
+	res.Decision, res.Limited = dec, true
+	if !dec.Allowed {
+		res.Reason = dec.Reason()
+		return res, RateLimitedError(dec)
+	}
+
+	check, left, err := s.Codes.Check(ctx, phone.E164, s.Secrets.MAC(phone.E164, code), s.cfg.MaxAttempts)
+	if err != nil {
+		return res, unavailable("codes", err)
+	}
+	switch check {
+	case CodeApproved:
+		return res, nil
+	case CodeWrong:
+		res.AttemptsLeft = left
+		res.Reason = fmt.Sprintf("attempts_left:%d", left)
+		if left == 0 {
+			res.Reason = "locked_out"
+		}
+		return res, &Error{
+			Code:    EInvalidCode,
+			Message: invalidCodeMessage(left),
+			Fields:  map[string]any{"attempts_left": left},
+		}
+	default:
+		return res, Errorf(ENoPendingCode, "no code is pending for this phone: it was never sent, has expired, was used or too many wrong codes were tried")
+	}
+}
+
+func invalidCodeMessage(left int) string {
+	switch left {
+	case 0:
+		return "the code is wrong and that was the last attempt; request a new code"
+	case 1:
+		return "the code is wrong; 1 attempt left"
+	default:
+		return fmt.Sprintf("the code is wrong; %d attempts left", left)
+	}
+}
+
+// maxCodeInput bounds what a client may send as a code.
+const maxCodeInput = 32
+
+// NormalizeCode accepts a code as people type or paste it ("123 456",
+// "123-456") and returns its digits. Anything else is not a code at all.
+func NormalizeCode(raw string) (string, error) {
+	if len(raw) > maxCodeInput {
+		return "", Errorf(EInvalidRequest, "code is too long")
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case '0' <= c && c <= '9':
+			b.WriteByte(c)
+		case c == ' ' || c == '-':
+		default:
+			return "", Errorf(EInvalidRequest, "code must be digits")
+		}
+	}
+	if b.Len() == 0 {
+		return "", Errorf(EInvalidRequest, "code is required")
+	}
+	return b.String(), nil
+}
+
 // SendSubjects lists what a send is counted against, tightest first.
 func (s *Service) SendSubjects(phoneE164 string, clientIP netip.Addr) []Subject {
 	subjects := make([]Subject, 0, 2)
 	if len(s.cfg.PhoneRules) > 0 {
 		subjects = append(subjects, Subject{Scope: "phone", Key: "send:phone:" + phoneE164, Rules: s.cfg.PhoneRules})
 	}
-	if clientIP.IsValid() && len(s.cfg.IPRules) > 0 {
-		subjects = append(subjects, Subject{Scope: "ip", Key: "send:ip:" + IPKey(clientIP, s.cfg.IPv6Prefix), Rules: s.cfg.IPRules})
+	return append(subjects, s.sendIPSubjects(clientIP)...)
+}
+
+func (s *Service) sendIPSubjects(clientIP netip.Addr) []Subject {
+	if !clientIP.IsValid() || len(s.cfg.IPRules) == 0 {
+		return nil
 	}
-	return subjects
+	return []Subject{{Scope: "ip", Key: "send:ip:" + IPKey(clientIP, s.cfg.IPv6Prefix), Rules: s.cfg.IPRules}}
+}
+
+// VerifySubjects lists what a verify is counted against: the client IP, under
+// its own budget apart from sends.
+func (s *Service) VerifySubjects(clientIP netip.Addr) []Subject {
+	if !clientIP.IsValid() || len(s.cfg.VerifyIPRules) == 0 {
+		return nil
+	}
+	return []Subject{{Scope: "ip", Key: "verify:ip:" + IPKey(clientIP, s.cfg.IPv6Prefix), Rules: s.cfg.VerifyIPRules}}
 }
 
 func (s *Service) refund(ctx context.Context, ticket string, subjects []Subject) {
-	if err := s.limiter.Refund(ctx, ticket, subjects); err != nil {
+	if err := s.Limiter.Refund(ctx, ticket, subjects); err != nil {
 		// The request stays counted: the client is refused a little early,
 		// never admitted past a limit.
 		s.log.WarnContext(ctx, "refund failed; quota stays used", "err", err)

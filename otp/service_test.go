@@ -4,76 +4,72 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"regexp"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/ratelimit"
+	"smsgw/otp/otptest"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 )
 
-var defaultCfg = otp.Config{
-	DefaultRegion: "US",
-	IPv6Prefix:    64,
-	IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
-	PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
-	CodeLength:    6,
-	CodeTTL:       10 * time.Minute,
-	SendTimeout:   time.Second,
-}
-
-func newService(t *testing.T, providers ...sender.Named) (*otp.Service, *fake.Provider) {
-	t.Helper()
-	rdb, prefix := testenv.Redis(t)
-	box := fake.New(100, []string{"+1201"}, nil)
-	if len(providers) == 0 {
-		providers = []sender.Named{{Name: "fake", Provider: box}}
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return otp.NewService(defaultCfg, ratelimit.New(rdb, prefix), sender.NewRouter(providers...), log), box
-}
-
 var ticketN atomic.Int64
 
-func req(phone, ip string) otp.SendRequest {
-	return otp.SendRequest{
-		Ticket:   fmt.Sprintf("svc-test-%d", ticketN.Add(1)),
-		Phone:    phone,
-		ClientIP: netip.MustParseAddr(ip),
+func ticket() string { return fmt.Sprintf("svc-test-%d", ticketN.Add(1)) }
+
+func sendReq(phone, ip string) otp.SendRequest {
+	return otp.SendRequest{Ticket: ticket(), Phone: phone, ClientIP: netip.MustParseAddr(ip)}
+}
+
+func verifyReq(phone, code, ip string) otp.VerifyRequest {
+	return otp.VerifyRequest{Ticket: ticket(), Phone: phone, Code: code, ClientIP: netip.MustParseAddr(ip)}
+}
+
+var codeRE = regexp.MustCompile(`\b\d{6}\b`)
+
+// lastCode reads the code of the newest text to phone from the fake outbox.
+func lastCode(t *testing.T, box *fake.Provider, phone string) string {
+	t.Helper()
+	msgs := box.Messages(phone)
+	if len(msgs) == 0 {
+		t.Fatalf("no text to %s", phone)
 	}
+	code := codeRE.FindString(msgs[len(msgs)-1].Body)
+	if code == "" {
+		t.Fatalf("no code in %q", msgs[len(msgs)-1].Body)
+	}
+	return code
 }
 
 func TestSendTextsACode(t *testing.T) {
-	svc, box := newService(t)
-	res, err := svc.Send(context.Background(), req("(415) 555-2671", "198.51.100.7"))
+	s := otptest.New(t, otptest.Options{})
+	res, err := s.Send(context.Background(), sendReq("(415) 555-2671", "198.51.100.7"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Phone.E164 != "+14155552671" || res.Receipt.Provider != "fake" || res.Receipt.MessageID == "" || res.ExpiresIn != 10*time.Minute {
+	if res.Phone.E164 != "+14155552671" || res.Receipt.Provider != "fake" || res.Receipt.MessageID == "" || res.ExpiresIn != 10*time.Minute || res.Reason != "" {
 		t.Fatalf("result %+v", res)
 	}
 	if !res.Decision.Allowed || res.Decision.Tightest.Policy() != "phone-1m" {
 		t.Fatalf("decision %+v", res.Decision)
 	}
-	msgs := box.Messages("+14155552671")
-	if len(msgs) != 1 || !regexp.MustCompile(`^Your verification code is \d{6}$`).MatchString(msgs[0].Body) {
+	msgs := s.Outbox.Messages("+14155552671")
+	if len(msgs) != 1 || !regexp.MustCompile(`^Your verification code is \d{6}\. It expires in 10 minutes\.$`).MatchString(msgs[0].Body) {
 		t.Fatalf("outbox %+v", msgs)
 	}
 }
 
 func TestSendRefusals(t *testing.T) {
-	svc, box := newService(t)
+	s := otptest.New(t, otptest.Options{})
 	ctx := context.Background()
-	if _, err := svc.Send(ctx, req("+14155552671", "198.51.100.8")); err != nil {
+	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -82,13 +78,13 @@ func TestSendRefusals(t *testing.T) {
 		code   string
 		reason string
 	}{
-		{"not a number", req("hello", "198.51.100.8"), otp.EInvalidPhone, ""},
-		{"same phone within a minute", req("+1 415 555 2671", "198.51.100.9"), otp.ERateLimited, "phone:1m"},
-		{"provider refuses", req("+1 201 555 0123", "198.51.100.8"), otp.EProviderError, "refused"},
+		{"not a number", sendReq("hello", "198.51.100.8"), otp.EInvalidPhone, ""},
+		{"same phone within a minute", sendReq("+1 415 555 2671", "198.51.100.9"), otp.ERateLimited, "phone:1m"},
+		{"provider refuses", sendReq("+1 201 555 0123", "198.51.100.8"), otp.EProviderError, "refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := svc.Send(ctx, tt.r)
+			res, err := s.Send(ctx, tt.r)
 			if otp.ErrorCode(err) != tt.code {
 				t.Fatalf("err = %v, want %s", err, tt.code)
 			}
@@ -97,18 +93,18 @@ func TestSendRefusals(t *testing.T) {
 			}
 		})
 	}
-	if n := len(box.Messages("")); n != 1 {
+	if n := len(s.Outbox.Messages("")); n != 1 {
 		t.Fatalf("outbox holds %d texts, want only the first", n)
 	}
 }
 
 func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
-	svc, _ := newService(t)
+	s := otptest.New(t, otptest.Options{})
 	ctx := context.Background()
-	if _, err := svc.Send(ctx, req("+14155552671", "198.51.100.8")); err != nil {
+	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := svc.Send(ctx, req("+14155552671", "198.51.100.8"))
+	_, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8"))
 	var e *otp.Error
 	if !errors.As(err, &e) || e.Code != otp.ERateLimited {
 		t.Fatalf("err = %v", err)
@@ -121,78 +117,77 @@ func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
 	}
 }
 
-func TestRefusedTextGivesQuotaBack(t *testing.T) {
-	svc, box := newService(t)
+func TestRefusedTextGivesQuotaBackAndLeavesNoCode(t *testing.T) {
+	s := otptest.New(t, otptest.Options{})
 	ctx := context.Background()
 	// +1201 is refused by the fake provider; each refusal must give the
 	// phone's single per-minute send back, and the IP's too.
 	for i := 0; i < 8; i++ {
-		_, err := svc.Send(ctx, req("+1 201 555 0123", "198.51.100.20"))
+		_, err := s.Send(ctx, sendReq("+1 201 555 0123", "198.51.100.20"))
 		if otp.ErrorCode(err) != otp.EProviderError {
 			t.Fatalf("attempt %d: %v, want provider_error (not rate_limited: refunds work)", i, err)
 		}
 	}
-	if _, err := svc.Send(ctx, req("+14155552671", "198.51.100.20")); err != nil {
-		t.Fatalf("the IP's quota was not given back: %v", err)
+	if _, err := s.Verify(ctx, verifyReq("+12015550123", "000000", "198.51.100.20")); otp.ErrorCode(err) != otp.ENoPendingCode {
+		t.Fatalf("verify after a refused text: %v, want no_pending_code", err)
 	}
-	if n := len(box.Messages("")); n != 1 {
-		t.Fatalf("outbox holds %d texts, want 1", n)
+	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.20")); err != nil {
+		t.Fatalf("the IP's quota was not given back: %v", err)
 	}
 }
 
 // unsure is a provider whose request times out after it went out.
-type unsure struct{ calls atomic.Int64 }
+type unsure struct{}
 
-func (u *unsure) Send(context.Context, string, string) (string, error) {
-	u.calls.Add(1)
+func (unsure) Send(context.Context, string, string) (string, error) {
 	return "", &otp.SendError{NotSent: false, Reason: "timeout", Err: context.DeadlineExceeded}
 }
 
 func TestUnknownOutcomeKeepsQuotaAndDoesNotFailOver(t *testing.T) {
-	u := &unsure{}
 	box := fake.New(10, nil, nil)
-	svc, _ := newService(t, sender.Named{Name: "unsure", Provider: u}, sender.Named{Name: "fake", Provider: box})
+	s := otptest.New(t, otptest.Options{Providers: []sender.Named{{Name: "unsure", Provider: unsure{}}, {Name: "fake", Provider: box}}})
 	ctx := context.Background()
-	res, err := svc.Send(ctx, req("+14155552671", "198.51.100.30"))
+	res, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.30"))
 	if otp.ErrorCode(err) != otp.EProviderError || res.Reason != "timeout" || res.Receipt.Provider != "unsure" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 	if len(box.Messages("")) != 0 {
 		t.Fatal("failed over after an unknown outcome: the person could get two texts")
 	}
-	if _, err := svc.Send(ctx, req("+14155552671", "198.51.100.31")); otp.ErrorCode(err) != otp.ERateLimited {
+	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.31")); otp.ErrorCode(err) != otp.ERateLimited {
 		t.Fatalf("second send: %v, want rate_limited (the quota stays used)", err)
 	}
 }
 
 func TestRedisDownFailsClosed(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
-	defer rdb.Close()
-	box := fake.New(10, nil, nil)
-	svc := otp.NewService(defaultCfg, ratelimit.New(rdb, "x:"), sender.NewRouter(sender.Named{Name: "fake", Provider: box}), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	_, err := svc.Send(context.Background(), req("+14155552671", "198.51.100.40"))
-	if otp.ErrorCode(err) != otp.EUnavailable {
-		t.Fatalf("err = %v, want unavailable", err)
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
+	defer dead.Close()
+	s := otptest.New(t, otptest.Options{Redis: dead})
+	if _, err := s.Send(context.Background(), sendReq("+14155552671", "198.51.100.40")); otp.ErrorCode(err) != otp.EUnavailable {
+		t.Fatalf("send: %v, want unavailable", err)
 	}
-	if len(box.Messages("")) != 0 {
+	if len(s.Outbox.Messages("")) != 0 {
 		t.Fatal("a text went out without a limit check")
+	}
+	if _, err := s.Verify(context.Background(), verifyReq("+14155552671", "123456", "198.51.100.40")); otp.ErrorCode(err) != otp.EUnavailable {
+		t.Fatalf("verify: %v, want unavailable", err)
 	}
 }
 
 func TestIPv6ClientsCountPerPrefix(t *testing.T) {
-	svc, _ := newService(t)
+	s := otptest.New(t, otptest.Options{})
 	ctx := context.Background()
 	phones := []string{"+14155552671", "+14155552672", "+14155552673", "+14155552674", "+14155552675", "+14155552676"}
 	addrs := []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9", "2001:db8:1:2::4", "2001:db8:1:2::5"}
 	for i, a := range addrs {
-		if _, err := svc.Send(ctx, req(phones[i], a)); err != nil {
+		if _, err := s.Send(ctx, sendReq(phones[i], a)); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	if _, err := svc.Send(ctx, req(phones[5], "2001:db8:1:2:abcd::1")); otp.ErrorCode(err) != otp.ERateLimited {
+	if _, err := s.Send(ctx, sendReq(phones[5], "2001:db8:1:2:abcd::1")); otp.ErrorCode(err) != otp.ERateLimited {
 		t.Fatalf("sixth send from the same /64: %v, want rate_limited", err)
 	}
-	if _, err := svc.Send(ctx, req(phones[5], "2001:db8:1:3::1")); err != nil {
+	if _, err := s.Send(ctx, sendReq(phones[5], "2001:db8:1:3::1")); err != nil {
 		t.Fatalf("another /64 is another client: %v", err)
 	}
 }
@@ -215,5 +210,307 @@ func TestIPKey(t *testing.T) {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVerify walks every row of the SPEC's verify table.
+func TestVerify(t *testing.T) {
+	const phone, ip = "+14155552671", "198.51.100.50"
+	type step struct {
+		code       string // "" sends a code; "right" is the texted code
+		err        string
+		left       int
+		reason     string
+		wantPhone  string
+		phoneInput string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"right code is approved once", []step{
+			{code: ""},
+			{code: "right", reason: ""},
+			{code: "right", err: otp.ENoPendingCode},
+		}},
+		{"wrong codes count down, then the code is gone", []step{
+			{code: ""},
+			{code: "wrong", err: otp.EInvalidCode, left: 4, reason: "attempts_left:4"},
+			{code: "wrong", err: otp.EInvalidCode, left: 3},
+			{code: "wrong", err: otp.EInvalidCode, left: 2},
+			{code: "wrong", err: otp.EInvalidCode, left: 1},
+			{code: "wrong", err: otp.EInvalidCode, left: 0, reason: "locked_out"},
+			{code: "right", err: otp.ENoPendingCode},
+		}},
+		{"a wrong code then the right one", []step{
+			{code: ""},
+			{code: "wrong", err: otp.EInvalidCode, left: 4},
+			{code: "right"},
+		}},
+		{"never sent", []step{{code: "123456", err: otp.ENoPendingCode}}},
+		{"code typed with spaces and dashes", []step{{code: ""}, {code: "spaced"}}},
+		{"code with letters is not a code", []step{{code: ""}, {code: "12345a", err: otp.EInvalidRequest}, {code: "right"}}},
+		{"any notation of the phone", []step{{code: ""}, {code: "right", phoneInput: "(415) 555-2671"}}},
+		{"bad phone", []step{{code: "123456", err: otp.EInvalidPhone, phoneInput: "nope"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := otptest.New(t, otptest.Options{})
+			ctx := context.Background()
+			right := ""
+			for i, st := range tt.steps {
+				if st.code == "" {
+					if _, err := s.Send(ctx, sendReq(phone, ip)); err != nil {
+						t.Fatalf("step %d: send: %v", i, err)
+					}
+					right = lastCode(t, s.Outbox, phone)
+					continue
+				}
+				guess := st.code
+				switch guess {
+				case "right":
+					guess = right
+				case "wrong":
+					guess = wrongCode(right)
+				case "spaced":
+					guess = right[:3] + " - " + right[3:]
+				}
+				in := phone
+				if st.phoneInput != "" {
+					in = st.phoneInput
+				}
+				res, err := s.Verify(ctx, verifyReq(in, guess, ip))
+				if otp.ErrorCode(err) != st.err && !(st.err == "" && err == nil) {
+					t.Fatalf("step %d: err = %v, want %q", i, err, st.err)
+				}
+				if st.err == otp.EInvalidCode {
+					var e *otp.Error
+					errors.As(err, &e)
+					if e.Fields["attempts_left"] != st.left || res.AttemptsLeft != st.left {
+						t.Fatalf("step %d: attempts_left = %v, want %d", i, e.Fields["attempts_left"], st.left)
+					}
+				}
+				if st.reason != "" && res.Reason != st.reason {
+					t.Fatalf("step %d: reason = %q, want %q", i, res.Reason, st.reason)
+				}
+				if st.err == "" && res.Phone.E164 != phone {
+					t.Fatalf("step %d: phone %q", i, res.Phone.E164)
+				}
+			}
+		})
+	}
+}
+
+func wrongCode(right string) string {
+	b := []byte(right)
+	b[0] = '0' + (b[0]-'0'+1)%10
+	return string(b)
+}
+
+func TestResendKeepsCodeAndAttempts(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
+		c.PhoneRules = []otp.Rule{{Window: time.Minute, Max: 10}}
+		c.CodeTTL = 2 * time.Second
+	}})
+	ctx := context.Background()
+	const phone = "+14155552671"
+	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.60")); err != nil {
+		t.Fatal(err)
+	}
+	first := lastCode(t, s.Outbox, phone)
+	for i := 0; i < 2; i++ {
+		if _, err := s.Verify(ctx, verifyReq(phone, wrongCode(first), "198.51.100.60")); otp.ErrorCode(err) != otp.EInvalidCode {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1200 * time.Millisecond)
+	res, err := s.Send(ctx, sendReq(phone, "198.51.100.60"))
+	if err != nil || res.Reason != "resend" {
+		t.Fatalf("resend: %+v %v", res, err)
+	}
+	if again := lastCode(t, s.Outbox, phone); again != first {
+		t.Fatalf("resend texted %s, want the pending %s", again, first)
+	}
+	// The expiry was renewed: past the first send's 2s, the code still works...
+	time.Sleep(1200 * time.Millisecond)
+	// ...and the resend bought no guesses: 3 wrong ones left, not 5.
+	_, err = s.Verify(ctx, verifyReq(phone, wrongCode(first), "198.51.100.60"))
+	var e *otp.Error
+	if !errors.As(err, &e) || e.Fields["attempts_left"] != 2 {
+		t.Fatalf("after resend: %v %v, want 2 attempts left", err, e)
+	}
+	if _, err := s.Verify(ctx, verifyReq(phone, first, "198.51.100.60")); err != nil {
+		t.Fatalf("the first text's code after a resend: %v", err)
+	}
+}
+
+func TestCodeExpires(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.CodeTTL = time.Second }})
+	ctx := context.Background()
+	const phone = "+14155552671"
+	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.70")); err != nil {
+		t.Fatal(err)
+	}
+	code := lastCode(t, s.Outbox, phone)
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.Verify(ctx, verifyReq(phone, code, "198.51.100.70")); otp.ErrorCode(err) != otp.ENoPendingCode {
+		t.Fatalf("expired code: %v, want no_pending_code", err)
+	}
+}
+
+// TestRacingWrongGuessesGetExactlyMaxAttempts: 100 wrong guesses at once
+// (from many IPs, so the verify limit is not what stops them) are answered
+// invalid_code exactly max_attempts times, and the right code afterwards
+// finds nothing.
+func TestRacingWrongGuessesGetExactlyMaxAttempts(t *testing.T) {
+	s := otptest.New(t, otptest.Options{})
+	ctx := context.Background()
+	const phone = "+14155552671"
+	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.80")); err != nil {
+		t.Fatal(err)
+	}
+	right := lastCode(t, s.Outbox, phone)
+	var invalid, none atomic.Int64
+	lefts := make(chan int, 100)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			res, err := s.Verify(ctx, verifyReq(phone, fmt.Sprintf("%06d", (i*7919)%1000000), fmt.Sprintf("10.2.%d.%d", i/200, i%200)))
+			switch otp.ErrorCode(err) {
+			case otp.EInvalidCode:
+				invalid.Add(1)
+				lefts <- res.AttemptsLeft
+			case otp.ENoPendingCode:
+				none.Add(1)
+			default:
+				if err == nil {
+					t.Errorf("guess %d approved", i) // astronomically unlikely, and a bug if not a match
+				} else {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	close(lefts)
+	if invalid.Load() != 5 || none.Load() != 95 {
+		t.Fatalf("invalid_code %d, no_pending_code %d; want 5 and 95", invalid.Load(), none.Load())
+	}
+	seen := map[int]bool{}
+	for l := range lefts {
+		seen[l] = true
+	}
+	for l := 0; l < 5; l++ {
+		if !seen[l] {
+			t.Fatalf("attempts_left answers %v: each of 4..0 exactly once", seen)
+		}
+	}
+	if _, err := s.Verify(ctx, verifyReq(phone, right, "198.51.100.81")); otp.ErrorCode(err) != otp.ENoPendingCode {
+		t.Fatalf("right code after lockout: %v", err)
+	}
+}
+
+func TestVerifyLimitPerIP(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
+		c.VerifyIPRules = []otp.Rule{{Window: time.Minute, Max: 3}}
+	}})
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, err := s.Verify(ctx, verifyReq("+14155552671", "123456", "198.51.100.90")); otp.ErrorCode(err) != otp.ENoPendingCode {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Verify(ctx, verifyReq("+14155552672", "123456", "198.51.100.90"))
+	var e *otp.Error
+	if !errors.As(err, &e) || e.Code != otp.ERateLimited || e.Fields["scope"] != "ip" || res.Reason != "ip:1m" {
+		t.Fatalf("fourth verify: %v %+v", err, res)
+	}
+	// Sends from the IP have their own budget.
+	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.90")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoCodeInClear sends, resends and verifies, then scans every Redis key
+// and value the service wrote for the code, in its digits and in the text.
+func TestNoCodeInClear(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules, c.IPRules = nil, nil }})
+	ctx := context.Background()
+	var codes []string
+	for i := 0; i < 5; i++ {
+		phone := fmt.Sprintf("+1415555267%d", i)
+		if _, err := s.Send(ctx, sendReq(phone, "198.51.100.100")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Send(ctx, sendReq(phone, "198.51.100.100")); err != nil { // resend
+			t.Fatal(err)
+		}
+		code := lastCode(t, s.Outbox, phone)
+		s.Verify(ctx, verifyReq(phone, wrongCode(code), "198.51.100.100"))
+		codes = append(codes, code)
+	}
+	var dump strings.Builder
+	keys, err := s.Redis.Keys(ctx, s.Prefix+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	for _, k := range keys {
+		dump.WriteString(k)
+		switch s.Redis.Type(ctx, k).Val() {
+		case "hash":
+			for f, v := range s.Redis.HGetAll(ctx, k).Val() {
+				dump.WriteString(f + "=" + v + ";")
+			}
+		case "zset":
+			for _, m := range s.Redis.ZRange(ctx, k, 0, -1).Val() {
+				dump.WriteString(m + ";")
+			}
+		default:
+			t.Fatalf("unexpected key type for %s", k)
+		}
+	}
+	for _, c := range codes {
+		if strings.Contains(dump.String(), c) {
+			t.Fatalf("code %s appears in Redis", c)
+		}
+	}
+}
+
+// TestRotatedSecretReplacesThePendingCode: after SMSGW_SECRET changes, a
+// pending code can be neither opened nor matched; a resend texts a new code
+// in its place and keeps the attempt count.
+func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
+	before := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules = nil }})
+	ctx := context.Background()
+	const phone = "+14155552671"
+	if _, err := before.Send(ctx, sendReq(phone, "198.51.100.110")); err != nil {
+		t.Fatal(err)
+	}
+	old := lastCode(t, before.Outbox, phone)
+	before.Verify(ctx, verifyReq(phone, wrongCode(old), "198.51.100.110"))
+
+	after := otptest.New(t, otptest.Options{Redis: before.Redis, Prefix: before.Prefix, Secret: strings.Repeat("r", 40),
+		Config: func(c *otp.Config) { c.PhoneRules = nil }})
+	if _, err := after.Send(ctx, sendReq(phone, "198.51.100.111")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := lastCode(t, after.Outbox, phone)
+	if fresh == old {
+		return // once in a million runs the new code is the old one: nothing to tell apart
+	}
+	if _, err := after.Verify(ctx, verifyReq(phone, old, "198.51.100.111")); otp.ErrorCode(err) != otp.EInvalidCode {
+		t.Fatalf("old code under the new secret: %v", err)
+	}
+	res, err := after.Verify(ctx, verifyReq(phone, wrongCode(fresh), "198.51.100.111"))
+	if res.AttemptsLeft != 2 {
+		t.Fatalf("attempts left %d (%v), want 2: the count survives the replacement", res.AttemptsLeft, err)
+	}
+	if _, err := after.Verify(ctx, verifyReq(phone, fresh, "198.51.100.111")); err != nil {
+		t.Fatalf("new code: %v", err)
 	}
 }

@@ -13,10 +13,15 @@ import (
 	"smsgw/otp"
 )
 
-//go:embed allow.lua
-var allowSource string
+var (
+	//go:embed allow.lua
+	allowSource string
+	//go:embed status.lua
+	statusSource string
 
-var allowScript = redis.NewScript(allowSource)
+	allowScript  = redis.NewScript(allowSource)
+	statusScript = redis.NewScript(statusSource)
+)
 
 // Limiter is an otp.Limiter on one Redis primary. All keys of a decision are
 // touched by one script, so on Redis Cluster they would have to share a slot;
@@ -68,32 +73,7 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 	if len(subjects) == 0 {
 		return otp.Decision{Allowed: true}, nil
 	}
-	keys := make([]string, len(subjects))
-	nrules := 0
-	for i, s := range subjects {
-		keys[i] = l.key(s)
-		nrules += len(s.Rules)
-	}
-	args := make([]any, 0, 2+len(subjects)+2*nrules)
-	if l.now != nil {
-		args = append(args, l.now().UnixMicro())
-	} else {
-		args = append(args, "")
-	}
-	args = append(args, ticket)
-	policies := make([]otp.Window, 0, nrules)
-	for _, s := range subjects {
-		var longest time.Duration
-		for _, r := range s.Rules {
-			longest = max(longest, r.Window)
-		}
-		args = append(args, len(s.Rules), longest.Microseconds())
-		for _, r := range s.Rules {
-			args = append(args, r.Window.Microseconds(), r.Max)
-			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
-		}
-	}
-
+	keys, args, policies := l.scriptArgs(ticket, subjects)
 	vals, err := l.calls.run(ctx, keys, args)
 	if err != nil {
 		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
@@ -122,6 +102,73 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		d.RetryAfter = tight.Reset
 	}
 	return d, nil
+}
+
+// scriptArgs lays out the subjects for allow.lua and status.lua, and lists
+// their windows in the same order as the scripts number them.
+func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject) (keys []string, args []any, policies []otp.Window) {
+	keys = make([]string, len(subjects))
+	nrules := 0
+	for i, s := range subjects {
+		keys[i] = l.key(s)
+		nrules += len(s.Rules)
+	}
+	args = make([]any, 0, 2+2*len(subjects)+2*nrules)
+	if l.now != nil {
+		args = append(args, l.now().UnixMicro())
+	} else {
+		args = append(args, "")
+	}
+	args = append(args, ticket)
+	policies = make([]otp.Window, 0, nrules)
+	for _, s := range subjects {
+		var longest time.Duration
+		for _, r := range s.Rules {
+			longest = max(longest, r.Window)
+		}
+		args = append(args, len(s.Rules), longest.Microseconds())
+		for _, r := range s.Rules {
+			args = append(args, r.Window.Microseconds(), r.Max)
+			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
+		}
+	}
+	return keys, args, policies
+}
+
+// Status reads every window of the subjects on Redis's clock, changing
+// nothing.
+func (l *Limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Window, error) {
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	keys, args, windows := l.scriptArgs("", subjects)
+	vals, err := statusScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: status: %w", err)
+	}
+	if len(vals) != 1+2*len(windows) {
+		return nil, fmt.Errorf("ratelimit: status: unexpected reply %v", vals)
+	}
+	for i := range windows {
+		windows[i].Used = int(vals[1+2*i])
+		windows[i].Reset = time.Duration(vals[2+2*i]) * time.Microsecond
+	}
+	return windows, nil
+}
+
+// Reset forgets every admitted request of the subjects.
+func (l *Limiter) Reset(ctx context.Context, subjects []otp.Subject) error {
+	if len(subjects) == 0 {
+		return nil
+	}
+	keys := make([]string, len(subjects))
+	for i, s := range subjects {
+		keys[i] = l.key(s)
+	}
+	if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("ratelimit: reset: %w", err)
+	}
+	return nil
 }
 
 // tightestWhenEmpty picks, as the script does, the window with the smallest

@@ -526,3 +526,50 @@ func TestStalledRedisTimesOut(t *testing.T) {
 		t.Fatalf("took %v with a 300ms timeout", el)
 	}
 }
+
+func TestStatusAndReset(t *testing.T) {
+	l, _, clock := newTestLimiter(t)
+	ctx := context.Background()
+	a, x := phone("+14155550100"), ip("203.0.113.70")
+	for _, at := range []time.Duration{0, time.Minute + 5*time.Second} {
+		clock.Set(t0.Add(at))
+		if d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x}); err != nil || !d.Allowed {
+			t.Fatalf("allow at %v: %+v %v", at, d, err)
+		}
+	}
+	clock.Set(t0.Add(time.Minute + 20*time.Second))
+	got, err := l.Status(ctx, []otp.Subject{a, x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		policy string
+		used   int
+		reset  time.Duration
+	}{
+		{"phone-1m", 1, 45 * time.Second},                // full: room when the 65s entry leaves at 125s
+		{"phone-10m", 2, 8*time.Minute + 40*time.Second}, // oldest (0s) leaves at 600s
+		{"phone-1h", 2, 58*time.Minute + 40*time.Second},
+		{"ip-1m", 1, 45 * time.Second},
+		{"ip-10m", 2, 8*time.Minute + 40*time.Second},
+		{"ip-1h", 2, 58*time.Minute + 40*time.Second},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d windows", len(got))
+	}
+	for i, w := range want {
+		if got[i].Policy() != w.policy || got[i].Used != w.used || got[i].Reset != w.reset {
+			t.Errorf("window %d: %s used %d reset %v; want %+v", i, got[i].Policy(), got[i].Used, got[i].Reset, w)
+		}
+	}
+	if err := l.Reset(ctx, []otp.Subject{a}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = l.Status(ctx, []otp.Subject{a, x})
+	if got[0].Used != 0 || got[0].Reset != 0 || got[3].Used != 1 {
+		t.Fatalf("after resetting the phone: %+v", got)
+	}
+	if d, _ := l.Allow(ctx, ticket(), []otp.Subject{a, x}); !d.Allowed {
+		t.Fatal("the phone is still limited after a reset")
+	}
+}

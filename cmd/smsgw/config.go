@@ -45,14 +45,19 @@ type Config struct {
 		DefaultRegion string `toml:"default_region"`
 	} `toml:"phone"`
 	OTP struct {
-		Length      int      `toml:"length"`
-		TTL         Duration `toml:"ttl"`
-		MaxAttempts int      `toml:"max_attempts"`
+		Length       int               `toml:"length"`
+		TTL          Duration          `toml:"ttl"`
+		MaxAttempts  int               `toml:"max_attempts"`
+		AppName      string            `toml:"app_name"`
+		Message      string            `toml:"message"`
+		Messages     map[string]string `toml:"messages"`
+		WebOTPDomain string            `toml:"webotp_domain"`
 	} `toml:"otp"`
 	Limits struct {
 		IPv6Prefix int         `toml:"ipv6_prefix"`
 		IP         []LimitRule `toml:"ip"`
 		Phone      []LimitRule `toml:"phone"`
+		VerifyIP   []LimitRule `toml:"verify_ip"`
 	} `toml:"limits"`
 	Sender struct {
 		Provider string   `toml:"provider"`
@@ -70,6 +75,12 @@ type Config struct {
 
 	// Parsed forms, filled by validate.
 	trustedProxies []netip.Prefix
+	messages       *otp.Messages
+}
+
+func (c *Config) messageConfig() otp.MessageConfig {
+	return otp.MessageConfig{Default: c.OTP.Message, Locales: c.OTP.Messages, App: c.OTP.AppName,
+		TTL: c.OTP.TTL.Duration, WebOTPDomain: c.OTP.WebOTPDomain}
 }
 
 // LimitRule is one [[limits.*]] entry.
@@ -113,16 +124,18 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		// A file that lists windows replaces the default list, not adds to it.
 		var probe struct {
 			Limits struct {
-				IP    []toml.Primitive `toml:"ip"`
-				Phone []toml.Primitive `toml:"phone"`
+				IP       []toml.Primitive `toml:"ip"`
+				Phone    []toml.Primitive `toml:"phone"`
+				VerifyIP []toml.Primitive `toml:"verify_ip"`
 			} `toml:"limits"`
 		}
 		if _, err := toml.Decode(string(b), &probe); err == nil {
-			if probe.Limits.IP != nil {
-				cfg.Limits.IP = nil
-			}
-			if probe.Limits.Phone != nil {
-				cfg.Limits.Phone = nil
+			for list, dst := range map[*[]toml.Primitive]*[]LimitRule{
+				&probe.Limits.IP: &cfg.Limits.IP, &probe.Limits.Phone: &cfg.Limits.Phone, &probe.Limits.VerifyIP: &cfg.Limits.VerifyIP,
+			} {
+				if *list != nil {
+					*dst = nil
+				}
 			}
 		}
 		md, err := toml.Decode(string(b), &cfg)
@@ -225,6 +238,14 @@ func (c *Config) validate() error {
 	if err := otp.ValidateRules(rules(c.Limits.Phone)); err != nil {
 		return fmt.Errorf("limits.phone%w", err)
 	}
+	if err := otp.ValidateRules(rules(c.Limits.VerifyIP)); err != nil {
+		return fmt.Errorf("limits.verify_ip%w", err)
+	}
+	m, err := otp.NewMessages(c.messageConfig(), c.OTP.Length)
+	if err != nil {
+		return err
+	}
+	c.messages = m
 	switch c.Sender.Provider {
 	case "fake":
 	case "twilio":

@@ -59,6 +59,52 @@ func TestDefaultsAreTheSpec(t *testing.T) {
 	if got := rules(cfg.Limits.Phone); !slices.Equal(got, wantPhone) {
 		t.Errorf("limits.phone = %v, want %v", got, wantPhone)
 	}
+	wantVerify := []otp.Rule{{Window: time.Minute, Max: 20}, {Window: time.Hour, Max: 200}}
+	if got := rules(cfg.Limits.VerifyIP); !slices.Equal(got, wantVerify) {
+		t.Errorf("limits.verify_ip = %v, want %v", got, wantVerify)
+	}
+}
+
+// TestDefaultTextsFitOneSegment keeps every shipped text in one GSM-7 SMS
+// segment, and prints their sizes for the README (go test -v -run Texts).
+func TestDefaultTextsFitOneSegment(t *testing.T) {
+	cfg, err := loadConfig("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OTP.WebOTPDomain = "example.com"
+	withDomain, err := otp.NewMessages(cfg.messageConfig(), cfg.OTP.Length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := cfg.messages.Sizes(cfg.OTP.Length)
+	webotp := withDomain.Sizes(cfg.OTP.Length)
+	if len(plain) < 5 {
+		t.Fatalf("sizes %v", plain)
+	}
+	for i, s := range plain {
+		locale := s.Locale
+		if locale == "" {
+			locale = "default"
+		}
+		t.Logf("| %s | %s | %d | %d (with @example.com line: %d) |", locale, s.Encoding, s.Units, s.Segments, webotp[i].Units)
+		if s.Encoding != "GSM-7" || s.Segments != 1 || webotp[i].Segments != 1 {
+			t.Errorf("%s: %+v / %+v: want one GSM-7 segment", locale, s, webotp[i])
+		}
+	}
+}
+
+func TestLocaleTextsMergeWithTheDefaults(t *testing.T) {
+	path := writeConfig(t, "[otp.messages]\nit = \"Il tuo codice e {{.Code}}\"\n")
+	cfg, err := loadConfig(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"it", "es", "fr", "de", "pt"} {
+		if cfg.OTP.Messages[l] == "" {
+			t.Errorf("locale %s missing from %v", l, cfg.OTP.Messages)
+		}
+	}
 }
 
 func TestConfigFileOverridesDefaults(t *testing.T) {
@@ -123,6 +169,11 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"fail prefix without +", "[sender.fake]\nfail_prefixes = [\"1555\"]\n", "sender.fake.fail_prefixes[0]"},
 		{"ipv6 prefix", "[limits]\nipv6_prefix = 129\n", "limits.ipv6_prefix"},
 		{"log level", "[log]\nlevel = \"loud\"\n", "log.level"},
+		{"verify window", "[[limits.verify_ip]]\nwindow = \"0s\"\nmax = 1\n", "limits.verify_ip[0].window"},
+		{"template syntax", "[otp]\nmessage = \"{{.Code\"\n", "otp.message"},
+		{"template without code", "[otp]\nmessage = \"hello\"\n", "otp.message"},
+		{"locale template", "[otp.messages]\nes = \"{{.Nope}}\"\n", "otp.messages.es"},
+		{"webotp domain", "[otp]\nwebotp_domain = \"https://x\"\n", "otp.webotp_domain"},
 		{"not TOML", "[otp\n", "line 2"},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ import (
 
 	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/otp"
 	"smsgw/sender/fake"
 )
 
@@ -28,7 +29,7 @@ const devBanner = `
 
 // serveDev runs the real service over stand-ins for its outside services:
 // miniredis runs the same Lua limiter, audit rows go to stderr as JSON lines.
-func serveDev(ctx context.Context, cfg *Config, log *slog.Logger, stderr io.Writer) error {
+func serveDev(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, stderr io.Writer) error {
 	host, _, _ := net.SplitHostPort(cfg.Server.Listen)
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("server.listen: -dev listens on loopback only, not %q", cfg.Server.Listen)
@@ -58,7 +59,11 @@ func serveDev(ctx context.Context, cfg *Config, log *slog.Logger, stderr io.Writ
 	defer rdb.Close()
 
 	fmt.Fprint(stderr, devBanner)
-	return serveHTTP(ctx, cfg, log, newRegistry(), deps{
+	if sec.code == "" {
+		sec.code = otp.RandomSecret()
+		log.Warn("SMSGW_SECRET is not set: using a random one; pending codes die with this process")
+	}
+	return serveHTTP(ctx, cfg, sec, log, newRegistry(), deps{
 		rdb:      rdb,
 		auditLog: audit.NewJSONLines(stderr),
 		checks: []api.Check{

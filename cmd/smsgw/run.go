@@ -22,6 +22,7 @@ import (
 	"smsgw/audit"
 	"smsgw/migrations"
 	"smsgw/otp"
+	"smsgw/otp/redisstore"
 	"smsgw/ratelimit"
 	"smsgw/sender"
 	"smsgw/sender/fake"
@@ -65,13 +66,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(cfg.Log.Level, stderr)
+	redis.SetLogger(redisLog{log})
 
 	switch cmd {
 	case "serve":
+		sec := secrets{code: getenv("SMSGW_SECRET"), adminToken: getenv("SMSGW_ADMIN_TOKEN")}
 		if *dev {
-			return serveDev(ctx, cfg, log, stderr)
+			return serveDev(ctx, cfg, sec, log, stderr)
 		}
-		return serve(ctx, cfg, log)
+		if sec.code == "" {
+			return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+		}
+		return serve(ctx, cfg, sec, log)
 	case "migrate":
 		if *dev {
 			return errors.New("-dev has no database to migrate")
@@ -110,6 +116,15 @@ func migrate(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	return nil
 }
 
+// redisLog sends go-redis's own messages (dial failures and the like, one
+// per failing request while Redis is down) to the service log at debug level;
+// the requests themselves report the outage.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
 func newRedis(cfg *Config) (*redis.Client, error) {
 	opt, err := redis.ParseURL(cfg.Redis.URL)
 	if err != nil {
@@ -122,23 +137,31 @@ func newRedis(cfg *Config) (*redis.Client, error) {
 	// A retry would double the time a request waits on a dead Redis; the
 	// request fails closed instead and the client may try again.
 	opt.MaxRetries = -1
+	opt.DialerRetries = 1
 	if cfg.Redis.PoolSize > 0 {
 		opt.PoolSize = cfg.Redis.PoolSize
 	}
 	return redis.NewClient(opt), nil
 }
 
+// secrets come from the environment only, never from the config file.
+type secrets struct {
+	code       string // SMSGW_SECRET
+	adminToken string // SMSGW_ADMIN_TOKEN
+}
+
 // deps is what serve and serveDev build differently; the rest is shared.
 type deps struct {
-	rdb      *redis.Client
-	auditLog otp.AuditLog
-	checks   []api.Check
-	onText   func(fake.Message)
+	rdb         *redis.Client
+	auditLog    otp.AuditLog
+	auditReader otp.AuditReader
+	checks      []api.Check
+	onText      func(fake.Message)
 	// closeAudit flushes the audit log at shutdown.
 	closeAudit func(ctx context.Context) error
 }
 
-func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) error {
 	if err := migrate(ctx, cfg, log); err != nil {
 		return err
 	}
@@ -157,9 +180,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	reg := newRegistry()
 	writer := audit.NewWriter(pool, audit.Options{QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize, Metrics: reg}, log)
-	return serveHTTP(ctx, cfg, log, reg, deps{
-		rdb:      rdb,
-		auditLog: writer,
+	return serveHTTP(ctx, cfg, sec, log, reg, deps{
+		rdb:         rdb,
+		auditLog:    writer,
+		auditReader: audit.NewReader(pool),
 		checks: []api.Check{
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 			{Name: "postgres", Check: pool.Ping},
@@ -176,7 +200,17 @@ func newRegistry() *prometheus.Registry {
 
 // serveHTTP builds the service over d and serves until ctx ends, then shuts
 // down in order: stop taking requests, finish in-flight ones, flush audit.
-func serveHTTP(ctx context.Context, cfg *Config, log *slog.Logger, reg *prometheus.Registry, d deps) error {
+func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, reg *prometheus.Registry, d deps) error {
+	codeKeys, err := otp.NewSecrets(sec.code)
+	if err != nil {
+		return fmt.Errorf("SMSGW_SECRET: %w", err)
+	}
+	for _, size := range cfg.messages.Sizes(cfg.OTP.Length) {
+		if size.Segments > 1 {
+			log.Warn("code text takes more than one SMS segment", "locale", size.Locale,
+				"encoding", size.Encoding, "length", size.Units, "segments", size.Segments)
+		}
+	}
 	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{
 		Timeout:   cfg.Redis.Timeout.Duration,
 		Pipelines: cfg.Redis.Pipelines,
@@ -188,14 +222,24 @@ func serveHTTP(ctx context.Context, cfg *Config, log *slog.Logger, reg *promethe
 		IPv6Prefix:    cfg.Limits.IPv6Prefix,
 		IPRules:       rules(cfg.Limits.IP),
 		PhoneRules:    rules(cfg.Limits.Phone),
+		VerifyIPRules: rules(cfg.Limits.VerifyIP),
 		CodeLength:    cfg.OTP.Length,
 		CodeTTL:       cfg.OTP.TTL.Duration,
+		MaxAttempts:   cfg.OTP.MaxAttempts,
 		SendTimeout:   cfg.Sender.Timeout.Duration,
-	}, limiter, router, log)
+	}, otp.Deps{
+		Limiter:  limiter,
+		Sender:   router,
+		Codes:    redisstore.New(d.rdb, cfg.Redis.KeyPrefix),
+		Secrets:  codeKeys,
+		Messages: cfg.messages,
+	}, log)
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,
-	}, svc, d.auditLog, outbox, d.checks, reg)
+		AdminToken:     sec.adminToken,
+		MaxAttempts:    cfg.OTP.MaxAttempts,
+	}, svc, d.auditLog, d.auditReader, outbox, d.checks, reg)
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"smsgw/otp"
+)
+
+type verifyRequest struct {
+	Phone  string `json:"phone"`
+	Code   string `json:"code"`
+	Region string `json:"region"`
+}
+
+func (r verifyRequest) validate() error {
+	if r.Phone == "" {
+		return otp.Errorf(otp.EInvalidRequest, "phone is required")
+	}
+	if r.Code == "" {
+		return otp.Errorf(otp.EInvalidRequest, "code is required")
+	}
+	if r.Region != "" && !otp.ValidRegion(r.Region) {
+		return otp.Errorf(otp.EInvalidRequest, "region must be an ISO 3166-1 alpha-2 code such as \"US\"")
+	}
+	return nil
+}
+
+type verifyResponse struct {
+	Status string `json:"status"`
+	Phone  string `json:"phone"`
+}
+
+func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		ticket := newID()
+		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindVerify,
+			RequestID: requestID(c), ClientIP: clientIP(c)}
+
+		var req verifyRequest
+		err := decodeJSON(c.Request(), &req)
+		if err == nil {
+			err = req.validate()
+		}
+		if err != nil {
+			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
+			record(ctx, auditLog, log, m, ev)
+			return err
+		}
+
+		res, err := svc.Verify(ctx, otp.VerifyRequest{
+			Ticket: ticket, Phone: req.Phone, Region: req.Region, Code: req.Code, ClientIP: ev.ClientIP,
+		})
+		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+		ev.Outcome = outcomeOf(err, otp.OutcomeApproved)
+		if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
+			ev.Reason = otp.ErrorCode(err)
+		}
+		record(ctx, auditLog, log, m, ev)
+		if res.Limited {
+			setLimitHeaders(c.Response().Header(), res.Decision)
+		}
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, verifyResponse{Status: "approved", Phone: res.Phone.E164})
+	}
+}

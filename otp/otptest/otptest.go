@@ -1,0 +1,106 @@
+// Package otptest builds a real otp.Service for tests: real Redis limiter and
+// code store, the fake provider, the SPEC's default limits.
+package otptest
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+	"smsgw/otp/redisstore"
+	"smsgw/ratelimit"
+	"smsgw/sender"
+	"smsgw/sender/fake"
+)
+
+// Secret is the SMSGW_SECRET of test services.
+const Secret = "test-secret-0123456789abcdefghijklmnop"
+
+// DefaultConfig is the SPEC's defaults.
+func DefaultConfig() otp.Config {
+	return otp.Config{
+		DefaultRegion: "US",
+		IPv6Prefix:    64,
+		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
+		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
+		VerifyIPRules: []otp.Rule{{Window: time.Minute, Max: 20}, {Window: time.Hour, Max: 200}},
+		CodeLength:    6,
+		CodeTTL:       10 * time.Minute,
+		MaxAttempts:   5,
+		SendTimeout:   time.Second,
+	}
+}
+
+// DefaultMessage is the default text template of test services.
+const DefaultMessage = "Your verification code is {{.Code}}. It expires in {{.TTLMinutes}} minutes."
+
+// FailPrefix is refused by the fake provider of test services.
+const FailPrefix = "+1201"
+
+// Options change a test service. Zero values keep the defaults.
+type Options struct {
+	Config    func(*otp.Config)
+	Messages  func(*otp.MessageConfig)
+	Providers []sender.Named // default: the fake provider returned
+	Redis     *redis.Client  // default: the test Redis under a fresh prefix
+	Prefix    string         // with Redis: the key prefix (default "x:")
+	Secret    string         // default: Secret
+}
+
+// Service is a test service and the parts a test looks into.
+type Service struct {
+	*otp.Service
+	Outbox *fake.Provider
+	Redis  *redis.Client
+	Prefix string
+}
+
+// New builds a service on the test Redis (skipped or failed, per testenv,
+// when there is none).
+func New(t testing.TB, o Options) Service {
+	t.Helper()
+	rdb, prefix := o.Redis, o.Prefix
+	if rdb == nil {
+		rdb, prefix = testenv.Redis(t)
+	} else if prefix == "" {
+		prefix = "x:"
+	}
+	secret := o.Secret
+	if secret == "" {
+		secret = Secret
+	}
+	cfg := DefaultConfig()
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	mc := otp.MessageConfig{Default: DefaultMessage, TTL: cfg.CodeTTL}
+	if o.Messages != nil {
+		o.Messages(&mc)
+	}
+	msgs, err := otp.NewMessages(mc, cfg.CodeLength)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := otp.NewSecrets(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := fake.New(10000, []string{FailPrefix}, nil)
+	providers := o.Providers
+	if providers == nil {
+		providers = []sender.Named{{Name: "fake", Provider: box}}
+	}
+	svc := otp.NewService(cfg, otp.Deps{
+		Limiter:  ratelimit.New(rdb, prefix),
+		Sender:   sender.NewRouter(providers...),
+		Codes:    redisstore.New(rdb, prefix),
+		Secrets:  keys,
+		Messages: msgs,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix}
+}

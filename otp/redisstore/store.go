@@ -1,0 +1,107 @@
+// Package redisstore implements otp.CodeStore on Redis: one hash per phone
+// holding the code's MAC, its sealed form and the wrong attempts, expiring
+// with the code.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+var (
+	//go:embed issue.lua
+	issueSource string
+	//go:embed check.lua
+	checkSource string
+	//go:embed discard.lua
+	discardSource string
+
+	issueScript   = redis.NewScript(issueSource)
+	checkScript   = redis.NewScript(checkSource)
+	discardScript = redis.NewScript(discardSource)
+)
+
+// Store is an otp.CodeStore.
+type Store struct {
+	rdb    redis.Cmdable
+	prefix string
+}
+
+var _ otp.CodeStore = (*Store)(nil)
+
+// New returns a Store whose keys start with prefix (e.g. "smsgw:").
+func New(rdb redis.Cmdable, prefix string) *Store { return &Store{rdb: rdb, prefix: prefix} }
+
+func (s *Store) key(phone string) string { return s.prefix + "otp:" + phone }
+
+func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 1) }
+
+func (s *Store) Issue(ctx context.Context, phone string, c otp.StoredCode, ttl time.Duration) ([]byte, error) {
+	sealed, err := issueScript.Run(ctx, s.rdb, []string{s.key(phone)}, c.MAC, c.Sealed, ms(ttl)).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("codes: issue: %w", err)
+	}
+	return []byte(sealed), nil
+}
+
+func (s *Store) Replace(ctx context.Context, phone string, c otp.StoredCode, ttl time.Duration) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.key(phone), "m", c.MAC, "s", c.Sealed)
+		p.PExpire(ctx, s.key(phone), ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("codes: replace: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) Discard(ctx context.Context, phone string, mac []byte) error {
+	if err := discardScript.Run(ctx, s.rdb, []string{s.key(phone)}, mac).Err(); err != nil {
+		return fmt.Errorf("codes: discard: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
+	vals, err := checkScript.Run(ctx, s.rdb, []string{s.key(phone)}, mac, maxAttempts).Int64Slice()
+	if err != nil {
+		return otp.CodeNone, 0, fmt.Errorf("codes: check: %w", err)
+	}
+	if len(vals) != 2 {
+		return otp.CodeNone, 0, fmt.Errorf("codes: check: unexpected reply %v", vals)
+	}
+	return otp.CodeCheck(vals[0]), int(vals[1]), nil
+}
+
+func (s *Store) Pending(ctx context.Context, phone string) (otp.PendingCode, bool, error) {
+	var attempts *redis.StringCmd
+	var ttl *redis.DurationCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		attempts = p.HGet(ctx, s.key(phone), "a")
+		ttl = p.PTTL(ctx, s.key(phone))
+		return nil
+	})
+	if errors.Is(err, redis.Nil) {
+		return otp.PendingCode{}, false, nil
+	}
+	if err != nil {
+		return otp.PendingCode{}, false, fmt.Errorf("codes: pending: %w", err)
+	}
+	n, err := strconv.Atoi(attempts.Val())
+	if err != nil || ttl.Val() <= 0 {
+		return otp.PendingCode{}, false, nil
+	}
+	return otp.PendingCode{Attempts: n, ExpiresIn: ttl.Val()}, true, nil
+}
