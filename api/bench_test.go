@@ -82,7 +82,7 @@ func benchAttackDuration(b *testing.B) time.Duration {
 // server does not trust as proxies, so X-Forwarded-For names the client.
 var (
 	benchPhoneSeq, benchIPSeq, benchHotSeq atomic.Uint64
-	benchAreaCodes                         = [...]string{"201", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
+	benchAreaCodes                         = [...]string{"206", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
 )
 
 // benchUSPhone is the i-th of 80 million distinct valid numbers.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
@@ -27,42 +28,28 @@ var (
 // touched by one script, so on Redis Cluster they would have to share a slot;
 // smsgw expects a single primary (with replicas or Sentinel for failover).
 type Limiter struct {
-	rdb    redis.Cmdable
-	prefix string
-	calls  *pipeliner
+	rdb     redis.Cmdable
+	prefix  string
+	scripts Scripts
 	// now replaces Redis TIME; only tests set it.
 	now func() time.Time
 }
 
-var _ otp.Limiter = (*Limiter)(nil)
-
-// Options tune a Limiter. Zero values pick the defaults.
-type Options struct {
-	// Timeout bounds one round trip to Redis (default 1s). The Redis
-	// client's own timeouts apply too; the shorter wins.
-	Timeout time.Duration
-	// Pipelines is how many pipelines may be in flight at once (default 2).
-	// Decisions arriving while all are busy share the next one.
-	Pipelines int
+// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
+// between concurrent calls.
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
 }
 
-// New returns a Limiter whose keys start with prefix (e.g. "smsgw:").
-func New(rdb redis.Cmdable, prefix string, opts ...Options) *Limiter {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
+var _ otp.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter whose keys start with prefix (e.g. "smsgw:"). Its
+// decisions go through scripts; nil gives it a batcher of its own.
+func New(rdb redis.Cmdable, prefix string, scripts Scripts) *Limiter {
+	if scripts == nil {
+		scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = time.Second
-	}
-	if o.Pipelines <= 0 {
-		o.Pipelines = 2
-	}
-	return &Limiter{
-		rdb:    rdb,
-		prefix: prefix,
-		calls:  &pipeliner{rdb: rdb, script: allowScript, slots: o.Pipelines, max: 128, timeout: o.Timeout},
-	}
+	return &Limiter{rdb: rdb, prefix: prefix, scripts: scripts}
 }
 
 func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:" + s.Key }
@@ -74,7 +61,7 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		return otp.Decision{Allowed: true}, nil
 	}
 	keys, args, policies := l.scriptArgs(ticket, subjects)
-	vals, err := l.calls.run(ctx, keys, args)
+	vals, err := l.scripts.Run(ctx, allowScript, keys, args...).Int64Slice()
 	if err != nil {
 		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}

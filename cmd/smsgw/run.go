@@ -20,6 +20,7 @@ import (
 
 	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/internal/redisbatch"
 	"smsgw/migrations"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
@@ -211,10 +212,13 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 				"encoding", size.Encoding, "length", size.Units, "segments", size.Segments)
 		}
 	}
-	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{
-		Timeout:   cfg.Redis.Timeout.Duration,
+	// Limiter and code store share pipelines: a send's decision and its code
+	// ride with other requests' in one round trip.
+	scripts := redisbatch.New(d.rdb, redisbatch.Options{
 		Pipelines: cfg.Redis.Pipelines,
+		Timeout:   cfg.Redis.Timeout.Duration,
 	})
+	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, scripts)
 	outbox := fake.New(cfg.Sender.Fake.OutboxSize, cfg.Sender.Fake.FailPrefixes, d.onText)
 	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
 	svc := otp.NewService(otp.Config{
@@ -230,7 +234,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	}, otp.Deps{
 		Limiter:  limiter,
 		Sender:   router,
-		Codes:    redisstore.New(d.rdb, cfg.Redis.KeyPrefix),
+		Codes:    redisstore.New(d.rdb, cfg.Redis.KeyPrefix, scripts),
 		Secrets:  codeKeys,
 		Messages: cfg.messages,
 	}, log)

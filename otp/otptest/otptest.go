@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
@@ -95,10 +96,11 @@ func New(t testing.TB, o Options) Service {
 	if providers == nil {
 		providers = []sender.Named{{Name: "fake", Provider: box}}
 	}
+	scripts := redisbatch.New(rdb, redisbatch.Options{})
 	svc := otp.NewService(cfg, otp.Deps{
-		Limiter:  ratelimit.New(rdb, prefix),
+		Limiter:  ratelimit.New(rdb, prefix, scripts),
 		Sender:   sender.NewRouter(providers...),
-		Codes:    redisstore.New(rdb, prefix),
+		Codes:    redisstore.New(rdb, prefix, scripts),
 		Secrets:  keys,
 		Messages: msgs,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
@@ -31,21 +32,34 @@ var (
 
 // Store is an otp.CodeStore.
 type Store struct {
-	rdb    redis.Cmdable
-	prefix string
+	rdb     redis.Cmdable
+	prefix  string
+	scripts Scripts
 }
 
 var _ otp.CodeStore = (*Store)(nil)
 
-// New returns a Store whose keys start with prefix (e.g. "smsgw:").
-func New(rdb redis.Cmdable, prefix string) *Store { return &Store{rdb: rdb, prefix: prefix} }
+// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
+// between concurrent calls.
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
+}
+
+// New returns a Store whose keys start with prefix (e.g. "smsgw:"). Issue and
+// Check go through scripts; nil gives it a batcher of its own.
+func New(rdb redis.Cmdable, prefix string, scripts Scripts) *Store {
+	if scripts == nil {
+		scripts = redisbatch.New(rdb, redisbatch.Options{})
+	}
+	return &Store{rdb: rdb, prefix: prefix, scripts: scripts}
+}
 
 func (s *Store) key(phone string) string { return s.prefix + "otp:" + phone }
 
 func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 1) }
 
 func (s *Store) Issue(ctx context.Context, phone string, c otp.StoredCode, ttl time.Duration) ([]byte, error) {
-	sealed, err := issueScript.Run(ctx, s.rdb, []string{s.key(phone)}, c.MAC, c.Sealed, ms(ttl)).Text()
+	sealed, err := s.scripts.Run(ctx, issueScript, []string{s.key(phone)}, c.MAC, c.Sealed, ms(ttl)).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -75,7 +89,7 @@ func (s *Store) Discard(ctx context.Context, phone string, mac []byte) error {
 }
 
 func (s *Store) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
-	vals, err := checkScript.Run(ctx, s.rdb, []string{s.key(phone)}, mac, maxAttempts).Int64Slice()
+	vals, err := s.scripts.Run(ctx, checkScript, []string{s.key(phone)}, mac, maxAttempts).Int64Slice()
 	if err != nil {
 		return otp.CodeNone, 0, fmt.Errorf("codes: check: %w", err)
 	}
