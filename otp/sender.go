@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Sender hands a text to an SMS provider.
+// Sender hands a text to an SMS provider. It gets the whole Phone so it can
+// route by the number's country.
 type Sender interface {
-	Send(ctx context.Context, to, body string) (Receipt, error)
+	Send(ctx context.Context, to Phone, body string) (Receipt, error)
 }
 
 // Receipt says which provider took a text and under what id, so delivery

@@ -129,7 +129,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 		s.refund(sendCtx, req.Ticket, subjects)
 		return res, fmt.Errorf("render message: %w", err)
 	}
-	receipt, err := s.Sender.Send(sendCtx, phone.E164, body)
+	receipt, err := s.Sender.Send(sendCtx, phone, body)
 	if err != nil {
 		var se *SendError
 		if !errors.As(err, &se) {

@@ -34,10 +34,10 @@ type Router struct {
 func NewRouter(providers ...Named) *Router { return &Router{providers: providers} }
 
 // Send hands the text to the first provider that takes it.
-func (r *Router) Send(ctx context.Context, to, body string) (otp.Receipt, error) {
+func (r *Router) Send(ctx context.Context, to otp.Phone, body string) (otp.Receipt, error) {
 	var last error
 	for _, p := range r.providers {
-		id, err := p.Provider.Send(ctx, to, body)
+		id, err := p.Provider.Send(ctx, to.E164, body)
 		if err == nil {
 			return otp.Receipt{Provider: p.Name, MessageID: id}, nil
 		}

@@ -44,7 +44,7 @@ func TestRouter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			backup := fake.New(10, nil, nil)
 			r := sender.NewRouter(sender.Named{Name: "primary", Provider: tt.first}, sender.Named{Name: "backup", Provider: backup})
-			rec, err := r.Send(context.Background(), "+14155552671", "hi")
+			rec, err := r.Send(context.Background(), phone(t), "hi")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
 			}
@@ -66,7 +66,7 @@ func TestRouter(t *testing.T) {
 func TestRouterAllRefuse(t *testing.T) {
 	a := &scripted{err: &otp.SendError{NotSent: true, Reason: "refused", Err: errors.New("a")}}
 	b := &scripted{err: &otp.SendError{NotSent: true, Reason: "unreachable", Err: errors.New("b")}}
-	_, err := sender.NewRouter(sender.Named{Name: "a", Provider: a}, sender.Named{Name: "b", Provider: b}).Send(context.Background(), "+14155552671", "hi")
+	_, err := sender.NewRouter(sender.Named{Name: "a", Provider: a}, sender.Named{Name: "b", Provider: b}).Send(context.Background(), phone(t), "hi")
 	var se *otp.SendError
 	if !errors.As(err, &se) || !se.NotSent || se.Provider != "b" || se.Reason != "unreachable" {
 		t.Fatalf("err = %#v: want the last refusal, not sent", err)
@@ -74,4 +74,13 @@ func TestRouterAllRefuse(t *testing.T) {
 	if a.calls != 1 || b.calls != 1 {
 		t.Fatalf("calls %d %d", a.calls, b.calls)
 	}
+}
+
+func phone(t *testing.T) otp.Phone {
+	t.Helper()
+	p, err := otp.ParsePhone("+14155552671", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
