@@ -131,6 +131,7 @@ type auditRowJSON struct {
 	Provider          *string   `json:"provider"`
 	ProviderMessageID *string   `json:"provider_message_id"`
 	DeliveryStatus    *string   `json:"delivery_status"`
+	DeliveryErrorCode *string   `json:"delivery_error_code"`
 }
 
 func nullable(s string) *string {
@@ -165,6 +166,7 @@ func handleAdminAudit(reader otp.AuditReader, defaultRegion string, auditLog otp
 				ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome, RequestID: e.RequestID,
 				PhoneE164: nullable(e.Phone), ClientIP: ip, Reason: nullable(e.Reason), Provider: nullable(e.Provider),
 				ProviderMessageID: nullable(e.MessageID), DeliveryStatus: nullable(e.DeliveryStatus),
+				DeliveryErrorCode: nullable(e.DeliveryErrorCode),
 			}
 		}
 		return c.JSON(http.StatusOK, out)

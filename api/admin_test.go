@@ -30,8 +30,15 @@ func admin(t *testing.T, s *testServer, method, path, token string) response {
 	return do(t, method, s.URL+path, "", nil, h)
 }
 
+// pgAudit is the audit trail on a real, fresh database.
+type pgAudit struct {
+	writer *audit.Writer
+	reader *audit.Reader
+	pool   *pgxpool.Pool
+}
+
 // postgresAudit is a real audit writer and reader on a fresh database.
-func postgresAudit(t *testing.T) (*audit.Writer, *audit.Reader) {
+func postgresAudit(t *testing.T) pgAudit {
 	t.Helper()
 	dsn := testenv.Database(t)
 	ctx := context.Background()
@@ -50,7 +57,7 @@ func postgresAudit(t *testing.T) (*audit.Writer, *audit.Reader) {
 	t.Cleanup(pool.Close)
 	w := audit.NewWriter(pool, audit.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { w.Close(context.Background()) })
-	return w, audit.NewReader(pool)
+	return pgAudit{writer: w, reader: audit.NewReader(pool), pool: pool}
 }
 
 func TestAdminAuth(t *testing.T) {
@@ -162,8 +169,9 @@ func wrongOf(code string) string {
 }
 
 func TestAdminAudit(t *testing.T) {
-	w, reader := postgresAudit(t)
-	s := newTestServer(t, serverOpts{adminToken: adminToken, auditLog: w, auditReader: reader})
+	pg := postgresAudit(t)
+	reader := pg.reader
+	s := newTestServer(t, serverOpts{adminToken: adminToken, auditLog: pg.writer, auditReader: reader})
 	const phone = "+14155552671"
 	code := sendAndReadCode(t, s, phone)
 	verify(t, s, `{"phone": "+14155552671", "code": "`+wrongOf(code)+`"}`)

@@ -179,10 +179,10 @@ func BenchmarkHTTP(b *testing.B) {
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		DefaultRegion:  "US",
-	}, svc.Service, writer, audit.NewReader(pool), svc.Outbox, []api.Check{
+	}, api.Deps{Service: svc.Service, AuditLog: writer, AuditReader: audit.NewReader(pool), Outbox: svc.Outbox, Checks: []api.Check{
 		{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{Name: "postgres", Check: pool.Ping},
-	}, reg)
+	}, Metrics: reg})
 	smsgwURL := startBenchServer(b, handler)
 	bareURL := startBenchServer(b, benchBareHandler(rdb, prefix+"bare:count"))
 

@@ -18,6 +18,8 @@ var statusOf = map[string]int{
 	otp.ENotFound:             http.StatusNotFound,
 	otp.ENoPendingCode:        http.StatusNotFound,
 	otp.EMethodNotAllowed:     http.StatusMethodNotAllowed,
+	otp.EForbidden:            http.StatusForbidden,
+	otp.ERequestInProgress:    http.StatusConflict,
 	otp.ERequestTooLarge:      http.StatusRequestEntityTooLarge,
 	otp.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	otp.EPhoneNotAllowed:      http.StatusUnprocessableEntity,

@@ -6,6 +6,7 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	outcomes *prometheus.CounterVec
+	receipts *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -20,7 +21,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "smsgw_requests_total", Help: "Send and verify requests by outcome, as audited.",
 		}, []string{"kind", "outcome", "reason"}),
+		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "smsgw_delivery_receipts_total", Help: "Delivery receipts by status; forged and invalid ones too.",
+		}, []string{"status"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.outcomes)
+	reg.MustRegister(m.requests, m.duration, m.outcomes, m.receipts)
 	return m
 }

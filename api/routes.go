@@ -4,37 +4,27 @@ import (
 	"log/slog"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"smsgw/otp"
 )
 
 // addRoutes lists every route of the service.
-func addRoutes(
-	e *echo.Echo,
-	log *slog.Logger,
-	cfg Config,
-	svc *otp.Service,
-	auditLog otp.AuditLog,
-	auditReader otp.AuditReader,
-	outbox Outbox,
-	checks []Check,
-	reg *prometheus.Registry,
-	m *httpMetrics,
-) {
-	e.POST("/v1/otp/send", handleSend(svc, auditLog, log, m))
-	e.POST("/v1/otp/verify", handleVerify(svc, auditLog, log, m))
+func addRoutes(e *echo.Echo, log *slog.Logger, cfg Config, d Deps, m *httpMetrics) {
+	e.POST("/v1/otp/send", handleSend(d.Service, d.AuditLog, log, m))
+	e.POST("/v1/otp/verify", handleVerify(d.Service, d.AuditLog, log, m))
 
-	admin := e.Group("/v1/admin", requireAdmin(cfg.AdminToken, auditLog, log, m))
-	admin.GET("/limits", handleAdminLimits(svc, cfg.MaxAttempts, auditLog, log, m))
-	admin.DELETE("/limits", handleAdminLimits(svc, cfg.MaxAttempts, auditLog, log, m))
-	admin.GET("/audit", handleAdminAudit(auditReader, cfg.DefaultRegion, auditLog, log, m))
+	admin := e.Group("/v1/admin", requireAdmin(cfg.AdminToken, d.AuditLog, log, m))
+	admin.GET("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
+	admin.DELETE("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
+	admin.GET("/audit", handleAdminAudit(d.AuditReader, cfg.DefaultRegion, d.AuditLog, log, m))
+
+	if cfg.Twilio != nil && d.Deliveries != nil {
+		e.POST("/v1/webhooks/twilio/status", handleTwilioStatus(*cfg.Twilio, d.Deliveries, log, m))
+	}
 
 	e.GET("/healthz", handleHealthz())
-	e.GET("/readyz", handleReadyz(checks))
-	e.GET("/metrics", handleMetrics(reg))
+	e.GET("/readyz", handleReadyz(d.Checks))
+	e.GET("/metrics", handleMetrics(d.Metrics))
 
-	if outbox != nil {
-		e.GET("/v1/fake/messages", handleFakeMessages(outbox, cfg.DefaultRegion))
+	if d.Outbox != nil {
+		e.GET("/v1/fake/messages", handleFakeMessages(d.Outbox, cfg.DefaultRegion))
 	}
 }

@@ -46,7 +46,10 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 			RequestID: requestID(c), ClientIP: clientIP(c)}
 
 		var req sendRequest
-		err := decodeJSON(c.Request(), &req)
+		key, err := idempotencyKey(c.Request().Header)
+		if err == nil {
+			err = decodeJSON(c.Request(), &req)
+		}
 		if err == nil {
 			err = req.validate()
 		}
@@ -57,7 +60,8 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		}
 
 		res, err := svc.Send(ctx, otp.SendRequest{
-			Ticket: ticket, Phone: req.Phone, Region: req.Region, Locale: req.Locale, ClientIP: ev.ClientIP,
+			Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
+			ClientIP: ev.ClientIP, IdempotencyKey: key,
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
@@ -72,10 +76,32 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		if err != nil {
 			return err
 		}
+		if res.Replayed {
+			c.Response().Header().Set("Idempotent-Replayed", "true")
+		}
 		return c.JSON(http.StatusAccepted, sendResponse{
-			ID: ev.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
+			ID: res.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
 		})
 	}
+}
+
+// idempotencyKey reads the optional Idempotency-Key header: 1 to 255
+// printable ASCII characters (a UUID is typical).
+func idempotencyKey(h http.Header) (string, error) {
+	values := h.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", nil
+	}
+	k := values[0]
+	if len(values) > 1 || len(k) == 0 || len(k) > 255 {
+		return "", otp.Errorf(otp.EInvalidRequest, "Idempotency-Key must be one value of 1 to 255 printable ASCII characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return "", otp.Errorf(otp.EInvalidRequest, "Idempotency-Key must be one value of 1 to 255 printable ASCII characters")
+		}
+	}
+	return k, nil
 }
 
 // outcomeOf names the audit outcome of a request that ended with err. Codes

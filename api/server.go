@@ -20,28 +20,32 @@ type Config struct {
 	// AdminToken enables the admin API; empty leaves it out (404).
 	AdminToken  string
 	MaxAttempts int
+	// Twilio, when set, takes Twilio's delivery receipts.
+	Twilio *TwilioWebhook
+}
+
+// Deps are what the handlers run on. Outbox is nil unless the fake provider
+// is in use; AuditReader and Deliveries are nil without Postgres (dev mode).
+type Deps struct {
+	Service     *otp.Service
+	AuditLog    otp.AuditLog
+	AuditReader otp.AuditReader
+	Deliveries  otp.DeliveryLog
+	Outbox      Outbox
+	Checks      []Check
+	Metrics     *prometheus.Registry
 }
 
 // NewServer returns the HTTP handler of smsgw with every route wired to the
-// dependencies it needs. outbox is nil unless the fake provider is in use;
-// auditReader is nil when there is no Postgres to read (dev mode).
-func NewServer(
-	log *slog.Logger,
-	cfg Config,
-	svc *otp.Service,
-	auditLog otp.AuditLog,
-	auditReader otp.AuditReader,
-	outbox Outbox,
-	checks []Check,
-	reg *prometheus.Registry,
-) http.Handler {
+// dependencies it needs.
+func NewServer(log *slog.Logger, cfg Config, d Deps) http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(log)
 	ips := NewClientIPs(cfg.TrustedProxies)
 	e.IPExtractor = func(r *http.Request) string { return ips.Resolve(r).String() }
-	m := newHTTPMetrics(reg)
+	m := newHTTPMetrics(d.Metrics)
 	e.Use(withRequestContext(ips), observe(log, m), recoverPanics(log))
-	addRoutes(e, log, cfg, svc, auditLog, auditReader, outbox, checks, reg, m)
+	addRoutes(e, log, cfg, d, m)
 	return e
 }

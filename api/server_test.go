@@ -43,6 +43,8 @@ type serverOpts struct {
 	auditReader    otp.AuditReader // nil: none (as in dev mode)
 	config         func(*otp.Config)
 	messages       func(*otp.MessageConfig)
+	twilio         *api.TwilioWebhook
+	deliveries     otp.DeliveryLog
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
@@ -54,8 +56,9 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	if auditLog == nil {
 		auditLog = audit.NewJSONLines(buf)
 	}
-	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5},
-		svc.Service, auditLog, o.auditReader, svc.Outbox, o.checks, prometheus.NewRegistry())
+	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5, Twilio: o.twilio},
+		api.Deps{Service: svc.Service, AuditLog: auditLog, AuditReader: o.auditReader, Deliveries: o.deliveries,
+			Outbox: svc.Outbox, Checks: o.checks, Metrics: prometheus.NewRegistry()})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &testServer{URL: srv.URL, outbox: svc.Outbox, audit: buf, svc: svc}
@@ -403,5 +406,37 @@ func TestHealthReadyMetrics(t *testing.T) {
 		if !strings.Contains(string(m.Raw), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+func TestIdempotencyKeyOverHTTP(t *testing.T) {
+	s := newTestServer(t, serverOpts{})
+	h := map[string]string{"Idempotency-Key": "8e0c6b7e-3b1f-4a5e-9a51-2a4f0d8a7c11"}
+	first := send(t, s, `{"phone": "+14155552671"}`, h)
+	if first.Status != 202 || first.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Raw)
+	}
+	again := send(t, s, `{"phone": "(415) 555-2671"}`, h)
+	if again.Status != 202 || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Raw) != string(first.Raw) {
+		t.Fatalf("replay: %d %s, want the first answer %s", again.Status, again.Raw, first.Raw)
+	}
+	if again.Header.Get("RateLimit") != first.Header.Get("RateLimit") {
+		t.Fatalf("replay headers %v", again.Header)
+	}
+	// Without the key the same send is limited: the replay took no quota.
+	if r := send(t, s, `{"phone": "+14155552671"}`, nil); r.Status != 429 {
+		t.Fatalf("no key: %d", r.Status)
+	}
+	for _, bad := range []string{strings.Repeat("k", 256), "ké"} {
+		if r := send(t, s, `{"phone": "+14155552672"}`, map[string]string{"Idempotency-Key": bad}); r.Status != 400 || r.ErrorCode() != "invalid_request" {
+			t.Fatalf("key %q: %d %s", bad, r.Status, r.Raw)
+		}
+	}
+	rows := s.audit.JSONLines()
+	if rows[1]["outcome"] != "sent" || rows[1]["reason"] != "idempotent_replay" || rows[1]["provider_message_id"] != rows[0]["provider_message_id"] {
+		t.Fatalf("replay audit row %v", rows[1])
+	}
+	if n := len(s.outbox.Messages("+14155552671")); n != 1 {
+		t.Fatalf("%d texts", n)
 	}
 }

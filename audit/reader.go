@@ -26,7 +26,8 @@ func NewReader(pool *pgxpool.Pool) *Reader { return &Reader{pool: pool} }
 // of all, newest first.
 func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.AuditEvent, error) {
 	const cols = `id::text, created_at, kind, outcome, request_id, coalesce(phone_e164, ''), client_ip,
-		coalesce(reason, ''), coalesce(provider, ''), coalesce(provider_message_id, ''), coalesce(delivery_status, '')`
+		coalesce(reason, ''), coalesce(provider, ''), coalesce(provider_message_id, ''), coalesce(delivery_status, ''),
+		coalesce(delivery_error_code, '')`
 	var rows pgx.Rows
 	var err error
 	if phone != "" {
@@ -43,7 +44,7 @@ func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.Aud
 		var ip *netip.Addr
 		var at time.Time
 		err := row.Scan(&e.ID, &at, &e.Kind, &e.Outcome, &e.RequestID, &e.Phone, &ip,
-			&e.Reason, &e.Provider, &e.MessageID, &e.DeliveryStatus)
+			&e.Reason, &e.Provider, &e.MessageID, &e.DeliveryStatus, &e.DeliveryErrorCode)
 		e.Time = at.UTC()
 		if ip != nil {
 			e.ClientIP = *ip

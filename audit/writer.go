@@ -187,12 +187,14 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 	}))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: part of the batch is stored
-		return Insert(ctx, pool, events)
+		err = Insert(ctx, pool, events)
+	} else if err != nil {
+		err = fmt.Errorf("audit: copy %d rows: %w", len(events), err)
 	}
 	if err != nil {
-		return fmt.Errorf("audit: copy %d rows: %w", len(events), err)
+		return err
 	}
-	return nil
+	return applyEarlyReceipts(ctx, pool, events)
 }
 
 func null(s string) *string {

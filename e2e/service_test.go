@@ -79,6 +79,12 @@ func freeAddr(t *testing.T) string {
 // waits until it answers /healthz.
 func start(t *testing.T, e env, config string, args ...string) *process {
 	t.Helper()
+	return startWith(t, e, config, nil, args...)
+}
+
+// startWith is start with more environment variables.
+func startWith(t *testing.T, e env, config string, extraEnv []string, args ...string) *process {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "smsgw.toml")
 	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n\n%s", e.keyPrefix, config)
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
@@ -93,6 +99,7 @@ func start(t *testing.T, e env, config string, args ...string) *process {
 		"SMSGW_SECRET="+secret,
 		"SMSGW_ADMIN_TOKEN="+adminToken,
 	)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {

@@ -32,8 +32,10 @@ type AuditEvent struct {
 	Provider  string
 	MessageID string
 	// DeliveryStatus is the provider's last word on the text (delivered,
-	// failed, ...), filled by delivery receipts after the row is written.
-	DeliveryStatus string
+	// failed, ...) and DeliveryErrorCode its error code, filled by delivery
+	// receipts after the row is written.
+	DeliveryStatus    string
+	DeliveryErrorCode string
 }
 
 // AuditLog stores audit events. Record must not lose an event it accepted.
@@ -45,4 +47,18 @@ type AuditLog interface {
 // when phone is empty, newest first.
 type AuditReader interface {
 	Recent(ctx context.Context, phone string, limit int) ([]AuditEvent, error)
+}
+
+// DeliveryReport is a provider's word on what became of a text.
+type DeliveryReport struct {
+	Provider  string
+	MessageID string
+	Status    string // the provider's vocabulary: queued, sent, delivered, failed, ...
+	ErrorCode string // the provider's error code, if any
+}
+
+// DeliveryLog keeps delivery reports and shows the latest on the text's audit
+// row. Reports arrive out of order and may arrive before the row is written.
+type DeliveryLog interface {
+	Report(ctx context.Context, r DeliveryReport) error
 }

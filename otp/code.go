@@ -64,3 +64,20 @@ type CodeStore interface {
 	// Pending reports phone's pending code, if any.
 	Pending(ctx context.Context, phone string) (PendingCode, bool, error)
 }
+
+// Claim is the state of an idempotency scope.
+type Claim int
+
+const (
+	Claimed   Claim = iota + 1 // this request holds the scope: it runs
+	ClaimBusy                  // another request holds it and has not answered yet
+	ClaimDone                  // the scope has its answer
+)
+
+// IdempotencyStore remembers the answer to a request retried with the same
+// Idempotency-Key. A scope is claimed by one request (its ticket) until it
+// settles it with an answer, or with none to let a retry run afresh.
+type IdempotencyStore interface {
+	Claim(ctx context.Context, scope, ticket string, ttl time.Duration) (Claim, []byte, error)
+	Settle(ctx context.Context, scope, ticket string, answer []byte, ttl time.Duration) error
+}

@@ -25,6 +25,8 @@ const (
 	EUnauthorized         = "unauthorized"
 	ENotFound             = "not_found"
 	EMethodNotAllowed     = "method_not_allowed"
+	EForbidden            = "forbidden"
+	ERequestInProgress    = "request_in_progress"
 	EInternal             = "internal"
 )
 

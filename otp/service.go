@@ -2,6 +2,7 @@ package otp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,11 +30,12 @@ type Config struct {
 
 // Deps are the parts the flows run on.
 type Deps struct {
-	Limiter  Limiter
-	Sender   Sender
-	Codes    CodeStore
-	Secrets  *Secrets
-	Messages *Messages
+	Limiter     Limiter
+	Sender      Sender
+	Codes       CodeStore
+	Idempotency IdempotencyStore
+	Secrets     *Secrets
+	Messages    *Messages
 }
 
 // Service runs the send and verify flows over the interfaces it needs.
@@ -56,11 +58,16 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 type SendRequest struct {
 	// Ticket is unique per request (never client-chosen): it is what the
 	// limiter records, so two requests in the same microsecond both count.
-	Ticket   string
-	Phone    string
-	Region   string
-	Locale   string
-	ClientIP netip.Addr
+	Ticket    string
+	RequestID string
+	Phone     string
+	Region    string
+	Locale    string
+	ClientIP  netip.Addr
+	// IdempotencyKey, when set, makes a retry with the same key for the same
+	// phone, within the code's lifetime, get the first answer again: no
+	// second text, no second limit hit.
+	IdempotencyKey string
 }
 
 // SendResult is what happened to a send request. It is filled as far as the
@@ -73,9 +80,14 @@ type SendResult struct {
 	Limited   bool
 	Receipt   Receipt
 	ExpiresIn time.Duration
-	// Reason is the audit reason: the refusing window, the provider's, or
-	// "resend" when the pending code was texted again.
+	// Reason is the audit reason: the refusing window, the provider's,
+	// "resend" when the pending code was texted again, or "idempotent_replay".
 	Reason string
+	// RequestID is the answered request's: the first one's on a replay.
+	RequestID string
+	// Replayed is true when this is the stored answer to an earlier request
+	// with the same Idempotency-Key.
+	Replayed bool
 }
 
 func unavailable(what string, err error) *Error {
@@ -93,13 +105,26 @@ func (s *Service) parsePhone(raw, region string) (Phone, error) {
 // code is pending the same code is texted again, with its expiry renewed and
 // its wrong attempts kept, so an earlier text still works and a resend never
 // buys more guesses.
-func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	var res SendResult
+func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, err error) {
+	res.RequestID = req.RequestID
 	phone, err := s.parsePhone(req.Phone, req.Region)
 	if err != nil {
 		return res, err
 	}
 	res.Phone = phone
+
+	if req.IdempotencyKey != "" && s.Idempotency != nil {
+		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
+		prior, cerr := s.claim(ctx, scope, req.Ticket)
+		if cerr != nil {
+			return res, cerr
+		}
+		if prior != nil {
+			return replay(res, prior)
+		}
+		// res and err are the named results: settle sees the final answer.
+		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
+	}
 
 	subjects := s.SendSubjects(phone.E164, req.ClientIP)
 	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
@@ -150,6 +175,68 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	}
 	res.Receipt = receipt
 	res.ExpiresIn = s.cfg.CodeTTL
+	return res, nil
+}
+
+// claim takes the idempotency scope for this request, or returns the answer
+// stored in it. While another request holds it, claim waits for that one to
+// answer (at most as long as a send may take).
+func (s *Service) claim(ctx context.Context, scope, ticket string) ([]byte, error) {
+	hold := s.cfg.SendTimeout + 5*time.Second
+	deadline := time.Now().Add(hold)
+	for {
+		state, answer, err := s.Idempotency.Claim(ctx, scope, ticket, hold)
+		if err != nil {
+			return nil, unavailable("idempotency", err)
+		}
+		switch state {
+		case Claimed:
+			return nil, nil
+		case ClaimDone:
+			return answer, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, Errorf(ERequestInProgress, "a request with this Idempotency-Key is still in progress; retry later")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, unavailable("idempotency", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// storedSend is what an idempotency scope keeps of an accepted send.
+type storedSend struct {
+	RequestID string        `json:"request_id"`
+	Provider  string        `json:"provider"`
+	MessageID string        `json:"message_id"`
+	ExpiresIn time.Duration `json:"expires_in"`
+	Decision  Decision      `json:"decision"`
+}
+
+// settle stores an accepted send's answer; any other outcome lets a retry
+// with the same key run afresh (a refused or failed send texted nobody).
+func (s *Service) settle(ctx context.Context, scope, ticket string, res SendResult, err error) {
+	ctx = context.WithoutCancel(ctx)
+	var answer []byte
+	if err == nil {
+		answer, _ = json.Marshal(storedSend{RequestID: res.RequestID, Provider: res.Receipt.Provider,
+			MessageID: res.Receipt.MessageID, ExpiresIn: res.ExpiresIn, Decision: res.Decision})
+	}
+	if serr := s.Idempotency.Settle(ctx, scope, ticket, answer, s.cfg.CodeTTL); serr != nil {
+		s.log.WarnContext(ctx, "idempotency answer not stored", "err", serr)
+	}
+}
+
+func replay(res SendResult, prior []byte) (SendResult, error) {
+	var st storedSend
+	if err := json.Unmarshal(prior, &st); err != nil {
+		return res, fmt.Errorf("idempotency: stored answer: %w", err)
+	}
+	res.RequestID, res.Receipt = st.RequestID, Receipt{Provider: st.Provider, MessageID: st.MessageID}
+	res.ExpiresIn, res.Decision, res.Limited = st.ExpiresIn, st.Decision, true
+	res.Replayed, res.Reason = true, "idempotent_replay"
 	return res, nil
 }
 

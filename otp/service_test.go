@@ -514,3 +514,76 @@ func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
 		t.Fatalf("new code: %v", err)
 	}
 }
+
+func TestIdempotentSends(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules = nil }})
+	ctx := context.Background()
+	req := func(key, phone string) otp.SendRequest {
+		r := sendReq(phone, "198.51.100.120")
+		r.RequestID, r.IdempotencyKey = "req-"+r.Ticket, key
+		return r
+	}
+	first, err := s.Send(ctx, req("k1", "+14155552671"))
+	if err != nil || first.Replayed {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	again, err := s.Send(ctx, req("k1", "+1 415 555 2671"))
+	if err != nil || !again.Replayed || again.RequestID != first.RequestID || again.Receipt != first.Receipt ||
+		again.Reason != "idempotent_replay" || again.Decision.Tightest != first.Decision.Tightest {
+		t.Fatalf("replay: %+v %v\nfirst: %+v", again, err, first)
+	}
+	if n := len(s.Outbox.Messages("+14155552671")); n != 1 {
+		t.Fatalf("%d texts, want 1", n)
+	}
+	// The key is per phone, and other keys are other requests.
+	if r, err := s.Send(ctx, req("k1", "+14155552672")); err != nil || r.Replayed {
+		t.Fatalf("same key, other phone: %+v %v", r, err)
+	}
+	if r, err := s.Send(ctx, req("k2", "+14155552671")); err != nil || r.Replayed {
+		t.Fatalf("other key: %+v %v", r, err)
+	}
+	// A refused send is not remembered: the retry runs.
+	if _, err := s.Send(ctx, req("k3", "+12015550123")); otp.ErrorCode(err) != otp.EProviderError {
+		t.Fatal(err)
+	}
+	if r, err := s.Send(ctx, req("k3", "+12015550123")); otp.ErrorCode(err) != otp.EProviderError || r.Replayed {
+		t.Fatalf("retry after a refusal: %+v %v", r, err)
+	}
+}
+
+// TestRacingIdempotentSendsTextOnce: 50 requests with one key at once get one
+// text and the same answer.
+func TestRacingIdempotentSendsTextOnce(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules, c.IPRules = nil, nil }})
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	ids := make(chan string, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			r := sendReq("+14155552671", "198.51.100.121")
+			r.RequestID, r.IdempotencyKey = fmt.Sprintf("req-%d", i), "race"
+			res, err := s.Send(context.Background(), r)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids <- res.RequestID + "/" + res.Receipt.MessageID
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	close(ids)
+	seen := map[string]int{}
+	for id := range ids {
+		seen[id]++
+	}
+	if len(seen) != 1 {
+		t.Fatalf("answers %v: want one answer for all", seen)
+	}
+	if n := len(s.Outbox.Messages("+14155552671")); n != 1 {
+		t.Fatalf("%d texts, want 1", n)
+	}
+}

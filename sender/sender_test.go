@@ -3,84 +3,211 @@ package sender_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"smsgw/otp"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 )
 
-// scripted answers every Send with the same error.
+// scripted answers every Send with err, after delay.
 type scripted struct {
 	err   error
-	calls int
+	delay time.Duration
+	calls atomic.Int64
 }
 
-func (s *scripted) Send(context.Context, string, string) (string, error) {
-	s.calls++
-	return "", s.err
+func (s *scripted) Send(ctx context.Context, _, _ string) (string, error) {
+	s.calls.Add(1)
+	if s.delay > 0 {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return "", &otp.SendError{Reason: "timeout", Err: ctx.Err()}
+		}
+	}
+	if s.err != nil {
+		return "", s.err
+	}
+	return "SCRIPTED1", nil
 }
 
-func TestRouter(t *testing.T) {
-	refusing := func() *scripted {
-		return &scripted{err: &otp.SendError{NotSent: true, Reason: "invalid_number", Err: errors.New("no")}}
+func refusing(reason string) *scripted {
+	return &scripted{err: &otp.SendError{NotSent: true, Reason: reason, Err: errors.New(reason)}}
+}
+
+func failing() *scripted {
+	return &scripted{err: &otp.SendError{NotSent: true, Reason: "provider_5xx", Err: errors.New("503")}}
+}
+
+func unsure() *scripted {
+	return &scripted{err: &otp.SendError{Reason: "timeout", Err: context.DeadlineExceeded}}
+}
+
+func phone(t *testing.T, raw string) otp.Phone {
+	t.Helper()
+	p, err := otp.ParsePhone(raw, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	unsure := func() *scripted {
-		return &scripted{err: &otp.SendError{Reason: "timeout", Err: context.DeadlineExceeded}}
+	return p
+}
+
+func router(t *testing.T, o sender.Options, providers ...sender.Named) *sender.Router {
+	t.Helper()
+	r, err := sender.NewRouter(providers, o)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
+}
+
+func TestFailover(t *testing.T) {
 	tests := []struct {
 		name         string
 		first        *scripted
 		wantProvider string
 		wantErr      bool
-		wantNotSent  bool
-		wantFallback int // texts the second provider took
+		wantBackup   int // texts the backup took
 	}{
-		{"refusal fails over", refusing(), "backup", false, false, 1},
-		{"unknown outcome does not fail over", unsure(), "primary", true, false, 0},
-		{"a bare error is an unknown outcome", &scripted{err: errors.New("boom")}, "primary", true, false, 0},
+		{"a failing provider fails over", failing(), "backup", false, 1},
+		{"a refused number fails over", refusing("region_not_enabled"), "backup", false, 1},
+		{"an unknown outcome does not fail over", unsure(), "primary", true, 0},
+		{"a bare error is an unknown outcome", &scripted{err: errors.New("boom")}, "primary", true, 0},
+		{"STOP is respected everywhere", refusing("unsubscribed"), "primary", true, 0},
+		{"a slow provider times out, outcome unknown", &scripted{delay: time.Second}, "primary", true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			backup := fake.New(10, nil, nil)
-			r := sender.NewRouter(sender.Named{Name: "primary", Provider: tt.first}, sender.Named{Name: "backup", Provider: backup})
-			rec, err := r.Send(context.Background(), phone(t), "hi")
+			r := router(t, sender.Options{}, sender.Named{Name: "primary", Provider: tt.first}, sender.Named{Name: "backup", Provider: backup})
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			rec, err := r.Send(ctx, phone(t, "+14155552671"), "hi")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
 			}
-			if err != nil {
-				var se *otp.SendError
-				if !errors.As(err, &se) || se.Provider != tt.wantProvider || se.NotSent != tt.wantNotSent {
-					t.Fatalf("err = %#v", err)
-				}
-			} else if rec.Provider != tt.wantProvider || rec.MessageID == "" {
+			var se *otp.SendError
+			if err != nil && (!errors.As(err, &se) || se.Provider != tt.wantProvider) {
+				t.Fatalf("err = %#v, want from %s", err, tt.wantProvider)
+			}
+			if err == nil && (rec.Provider != tt.wantProvider || rec.MessageID == "") {
 				t.Fatalf("receipt %+v", rec)
 			}
-			if n := len(backup.Messages("")); n != tt.wantFallback {
-				t.Fatalf("backup took %d texts, want %d", n, tt.wantFallback)
+			if n := len(backup.Messages("")); n != tt.wantBackup {
+				t.Fatalf("backup took %d texts, want %d", n, tt.wantBackup)
 			}
 		})
 	}
 }
 
-func TestRouterAllRefuse(t *testing.T) {
-	a := &scripted{err: &otp.SendError{NotSent: true, Reason: "refused", Err: errors.New("a")}}
-	b := &scripted{err: &otp.SendError{NotSent: true, Reason: "unreachable", Err: errors.New("b")}}
-	_, err := sender.NewRouter(sender.Named{Name: "a", Provider: a}, sender.Named{Name: "b", Provider: b}).Send(context.Background(), phone(t), "hi")
+func TestAllRefuse(t *testing.T) {
+	a, b := refusing("refused"), failing()
+	_, err := router(t, sender.Options{}, sender.Named{Name: "a", Provider: a}, sender.Named{Name: "b", Provider: b}).
+		Send(context.Background(), phone(t, "+14155552671"), "hi")
 	var se *otp.SendError
-	if !errors.As(err, &se) || !se.NotSent || se.Provider != "b" || se.Reason != "unreachable" {
+	if !errors.As(err, &se) || !se.NotSent || se.Provider != "b" || se.Reason != "provider_5xx" {
 		t.Fatalf("err = %#v: want the last refusal, not sent", err)
 	}
-	if a.calls != 1 || b.calls != 1 {
-		t.Fatalf("calls %d %d", a.calls, b.calls)
+	if a.calls.Load() != 1 || b.calls.Load() != 1 {
+		t.Fatalf("calls %d %d", a.calls.Load(), b.calls.Load())
 	}
 }
 
-func phone(t *testing.T) otp.Phone {
+func TestBreakerOpensOnProviderFailuresOnly(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	down, backup := failing(), fake.New(100, nil, nil)
+	r := router(t, sender.Options{BreakerFailures: 3, BreakerOpenFor: 200 * time.Millisecond, Metrics: reg},
+		sender.Named{Name: "down", Provider: down}, sender.Named{Name: "backup", Provider: backup})
+	for i := 0; i < 10; i++ {
+		if rec, err := r.Send(context.Background(), phone(t, "+14155552671"), "hi"); err != nil || rec.Provider != "backup" {
+			t.Fatalf("send %d: %+v %v", i, rec, err)
+		}
+	}
+	if n := down.calls.Load(); n != 3 {
+		t.Fatalf("the failing provider was called %d times, want 3 before its breaker opened", n)
+	}
+	if got := breakerState(t, reg, "down"); got != 2 {
+		t.Fatalf("breaker state metric %v, want 2 (open)", got)
+	}
+	// After open_for one text probes it again.
+	time.Sleep(250 * time.Millisecond)
+	r.Send(context.Background(), phone(t, "+14155552671"), "hi")
+	if n := down.calls.Load(); n != 4 {
+		t.Fatalf("calls after open_for: %d, want one probe", n)
+	}
+
+	// Number problems never open the breaker.
+	picky := refusing("invalid_number")
+	r = router(t, sender.Options{BreakerFailures: 2}, sender.Named{Name: "picky", Provider: picky})
+	for i := 0; i < 5; i++ {
+		r.Send(context.Background(), phone(t, "+14155552671"), "hi")
+	}
+	if picky.calls.Load() != 5 {
+		t.Fatalf("refused numbers opened the breaker: %d calls", picky.calls.Load())
+	}
+}
+
+// breakerState reads the provider's breaker gauge from the registry.
+func breakerState(t *testing.T, reg *prometheus.Registry, provider string) float64 {
 	t.Helper()
-	p, err := otp.ParsePhone("+14155552671", "")
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	for _, mf := range mfs {
+		if mf.GetName() != "smsgw_provider_breaker_state" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == provider {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no breaker metric for %s", provider)
+	return 0
+}
+
+func TestRoutesByCountry(t *testing.T) {
+	twilio, gw := fake.New(10, nil, nil), fake.New(10, nil, nil)
+	r := router(t, sender.Options{Routes: map[string][]string{"GB": {"http", "twilio"}}},
+		sender.Named{Name: "twilio", Provider: twilio}, sender.Named{Name: "http", Provider: gw})
+	for _, tt := range []struct{ to, want string }{
+		{"+447400123456", "http"},
+		{"+14155552671", "twilio"},
+		{"+4915123456789", "twilio"},
+	} {
+		rec, err := r.Send(context.Background(), phone(t, tt.to), "hi")
+		if err != nil || rec.Provider != tt.want {
+			t.Fatalf("%s: %+v %v, want %s", tt.to, rec, err, tt.want)
+		}
+	}
+}
+
+func TestRouterConfigErrors(t *testing.T) {
+	p := sender.Named{Name: "twilio", Provider: fake.New(1, nil, nil)}
+	for _, tt := range []struct {
+		name      string
+		providers []sender.Named
+		routes    map[string][]string
+		want      string
+	}{
+		{"none", nil, nil, "no provider"},
+		{"twice", []sender.Named{p, p}, nil, "twice"},
+		{"unknown provider in a route", []sender.Named{p}, map[string][]string{"GB": {"http"}}, "sender.routes.GB[0]"},
+		{"bad country", []sender.Named{p}, map[string][]string{"gbr": {"twilio"}}, "sender.routes.gbr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sender.NewRouter(tt.providers, sender.Options{Routes: tt.routes})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,9 +61,15 @@ type Config struct {
 		VerifyIP   []LimitRule `toml:"verify_ip"`
 	} `toml:"limits"`
 	Sender struct {
-		Provider string   `toml:"provider"`
-		Timeout  Duration `toml:"timeout"`
-		Fake     struct {
+		Provider  string              `toml:"provider"`
+		Providers []string            `toml:"providers"`
+		Timeout   Duration            `toml:"timeout"`
+		Routes    map[string][]string `toml:"routes"`
+		Breaker   struct {
+			Failures int      `toml:"failures"`
+			OpenFor  Duration `toml:"open_for"`
+		} `toml:"breaker"`
+		Fake struct {
 			FailPrefixes []string `toml:"fail_prefixes"`
 			OutboxSize   int      `toml:"outbox_size"`
 		} `toml:"fake"`
@@ -70,7 +77,11 @@ type Config struct {
 			From                string `toml:"from"`
 			MessagingServiceSID string `toml:"messaging_service_sid"`
 			APIBase             string `toml:"api_base"`
+			StatusCallbackURL   string `toml:"status_callback_url"`
 		} `toml:"twilio"`
+		HTTP struct {
+			URL string `toml:"url"`
+		} `toml:"http"`
 	} `toml:"sender"`
 
 	// Parsed forms, filled by validate.
@@ -99,6 +110,16 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	d.Duration = v
 	return nil
+}
+
+func knownProvider(name string) bool { return name == "fake" || name == "twilio" || name == "http" }
+
+// providerNames is sender.providers, or sender.provider alone.
+func (c *Config) providerNames() []string {
+	if len(c.Sender.Providers) > 0 {
+		return c.Sender.Providers
+	}
+	return []string{c.Sender.Provider}
 }
 
 func rules(in []LimitRule) []otp.Rule {
@@ -246,12 +267,41 @@ func (c *Config) validate() error {
 		return err
 	}
 	c.messages = m
-	switch c.Sender.Provider {
-	case "fake":
-	case "twilio":
-		return errors.New("sender.provider: \"twilio\" is not available in this build yet; use \"fake\"")
-	default:
-		return fmt.Errorf("sender.provider: want \"fake\" or \"twilio\", got %q", c.Sender.Provider)
+	if len(c.Sender.Providers) == 0 {
+		if !knownProvider(c.Sender.Provider) {
+			return fmt.Errorf("sender.provider: want \"fake\", \"twilio\" or \"http\", got %q", c.Sender.Provider)
+		}
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Sender.Providers {
+		if !knownProvider(p) {
+			return fmt.Errorf("sender.providers[%d]: want \"fake\", \"twilio\" or \"http\", got %q", i, p)
+		}
+		if seen[p] {
+			return fmt.Errorf("sender.providers[%d]: %q is listed twice", i, p)
+		}
+		seen[p] = true
+	}
+	for country, names := range c.Sender.Routes {
+		if len(country) != 2 || strings.ToUpper(country) != country {
+			return fmt.Errorf("sender.routes.%s: not an upper-case ISO 3166-1 alpha-2 code", country)
+		}
+		for i, n := range names {
+			if !slices.Contains(c.providerNames(), n) {
+				return fmt.Errorf("sender.routes.%s[%d]: %q is not one of the configured providers %v", country, i, n, c.providerNames())
+			}
+		}
+	}
+	if c.Sender.Breaker.Failures < 1 {
+		return errors.New("sender.breaker.failures: must be at least 1")
+	}
+	if c.Sender.Breaker.OpenFor.Duration <= 0 {
+		return errors.New("sender.breaker.open_for: must be positive")
+	}
+	if u := c.Sender.Twilio.StatusCallbackURL; u != "" {
+		if parsed, err := url.Parse(u); err != nil || (parsed.Scheme != "https" && parsed.Scheme != "http") || parsed.Host == "" {
+			return fmt.Errorf("sender.twilio.status_callback_url: want the public https URL of /v1/webhooks/twilio/status, got %q", u)
+		}
 	}
 	if c.Sender.Timeout.Duration <= 0 {
 		return errors.New("sender.timeout: must be positive")

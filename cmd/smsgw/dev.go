@@ -34,8 +34,8 @@ func serveDev(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, s
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("server.listen: -dev listens on loopback only, not %q", cfg.Server.Listen)
 	}
-	if cfg.Sender.Provider != "fake" {
-		return errors.New("sender.provider: -dev always uses the fake provider")
+	if names := cfg.providerNames(); len(names) != 1 || names[0] != "fake" {
+		return errors.New("sender.providers: -dev always uses the fake provider alone")
 	}
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {

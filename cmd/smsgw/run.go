@@ -25,7 +25,6 @@ import (
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
 	"smsgw/ratelimit"
-	"smsgw/sender"
 	"smsgw/sender/fake"
 )
 
@@ -71,7 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	switch cmd {
 	case "serve":
-		sec := secrets{code: getenv("SMSGW_SECRET"), adminToken: getenv("SMSGW_ADMIN_TOKEN")}
+		sec := secrets{code: getenv("SMSGW_SECRET"), adminToken: getenv("SMSGW_ADMIN_TOKEN"),
+			twilioSID: getenv("TWILIO_ACCOUNT_SID"), twilioToken: getenv("TWILIO_AUTH_TOKEN"), httpSecret: getenv("SMSGW_HTTP_SECRET")}
 		if *dev {
 			return serveDev(ctx, cfg, sec, log, stderr)
 		}
@@ -147,8 +147,11 @@ func newRedis(cfg *Config) (*redis.Client, error) {
 
 // secrets come from the environment only, never from the config file.
 type secrets struct {
-	code       string // SMSGW_SECRET
-	adminToken string // SMSGW_ADMIN_TOKEN
+	code        string // SMSGW_SECRET
+	adminToken  string // SMSGW_ADMIN_TOKEN
+	twilioSID   string // TWILIO_ACCOUNT_SID
+	twilioToken string // TWILIO_AUTH_TOKEN
+	httpSecret  string // SMSGW_HTTP_SECRET
 }
 
 // deps is what serve and serveDev build differently; the rest is shared.
@@ -156,6 +159,7 @@ type deps struct {
 	rdb         *redis.Client
 	auditLog    otp.AuditLog
 	auditReader otp.AuditReader
+	deliveries  otp.DeliveryLog
 	checks      []api.Check
 	onText      func(fake.Message)
 	// closeAudit flushes the audit log at shutdown.
@@ -185,6 +189,7 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		rdb:         rdb,
 		auditLog:    writer,
 		auditReader: audit.NewReader(pool),
+		deliveries:  audit.NewDeliveries(pool),
 		checks: []api.Check{
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 			{Name: "postgres", Check: pool.Ping},
@@ -219,8 +224,10 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		Timeout:   cfg.Redis.Timeout.Duration,
 	})
 	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, scripts)
-	outbox := fake.New(cfg.Sender.Fake.OutboxSize, cfg.Sender.Fake.FailPrefixes, d.onText)
-	router := sender.NewRouter(sender.Named{Name: "fake", Provider: outbox})
+	prov, err := buildProviders(cfg, sec, d.onText, reg)
+	if err != nil {
+		return err
+	}
 	svc := otp.NewService(otp.Config{
 		DefaultRegion: cfg.Phone.DefaultRegion,
 		IPv6Prefix:    cfg.Limits.IPv6Prefix,
@@ -232,18 +239,25 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		MaxAttempts:   cfg.OTP.MaxAttempts,
 		SendTimeout:   cfg.Sender.Timeout.Duration,
 	}, otp.Deps{
-		Limiter:  limiter,
-		Sender:   router,
-		Codes:    redisstore.New(d.rdb, cfg.Redis.KeyPrefix, scripts),
-		Secrets:  codeKeys,
-		Messages: cfg.messages,
+		Limiter:     limiter,
+		Sender:      prov.router,
+		Codes:       redisstore.New(d.rdb, cfg.Redis.KeyPrefix, scripts),
+		Idempotency: redisstore.NewIdempotency(d.rdb, cfg.Redis.KeyPrefix),
+		Secrets:     codeKeys,
+		Messages:    cfg.messages,
 	}, log)
+	deps := api.Deps{Service: svc, AuditLog: d.auditLog, AuditReader: d.auditReader, Deliveries: d.deliveries,
+		Checks: d.checks, Metrics: reg}
+	if prov.outbox != nil {
+		deps.Outbox = prov.outbox // a nil *fake.Provider in the interface would not be nil
+	}
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,
 		AdminToken:     sec.adminToken,
 		MaxAttempts:    cfg.OTP.MaxAttempts,
-	}, svc, d.auditLog, d.auditReader, outbox, d.checks, reg)
+		Twilio:         prov.twilio,
+	}, deps)
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -260,7 +274,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("smsgw listening", "addr", ln.Addr().String(), "provider", cfg.Sender.Provider)
+	log.Info("smsgw listening", "addr", ln.Addr().String(), "providers", prov.router.Providers())
 
 	select {
 	case err := <-served:

@@ -96,13 +96,18 @@ func New(t testing.TB, o Options) Service {
 	if providers == nil {
 		providers = []sender.Named{{Name: "fake", Provider: box}}
 	}
+	router, err := sender.NewRouter(providers, sender.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	scripts := redisbatch.New(rdb, redisbatch.Options{})
 	svc := otp.NewService(cfg, otp.Deps{
-		Limiter:  ratelimit.New(rdb, prefix, scripts),
-		Sender:   sender.NewRouter(providers...),
-		Codes:    redisstore.New(rdb, prefix, scripts),
-		Secrets:  keys,
-		Messages: msgs,
+		Limiter:     ratelimit.New(rdb, prefix, scripts),
+		Sender:      router,
+		Codes:       redisstore.New(rdb, prefix, scripts),
+		Idempotency: redisstore.NewIdempotency(rdb, prefix),
+		Secrets:     keys,
+		Messages:    msgs,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix}
 }

@@ -1,0 +1,69 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"smsgw/otp"
+)
+
+// Deliveries is an otp.DeliveryLog on Postgres.
+type Deliveries struct {
+	pool *pgxpool.Pool
+}
+
+var _ otp.DeliveryLog = (*Deliveries)(nil)
+
+// NewDeliveries returns a Deliveries.
+func NewDeliveries(pool *pgxpool.Pool) *Deliveries { return &Deliveries{pool: pool} }
+
+// Report stores the receipt and moves the audit row's delivery status
+// forward (never back: a late "sent" does not undo "delivered"). A receipt for
+// a row not yet written waits in delivery_receipts; the writer applies it.
+func (d *Deliveries) Report(ctx context.Context, r otp.DeliveryReport) error {
+	_, err := d.pool.Exec(ctx, `
+		WITH receipt AS (
+			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
+			VALUES ($1, $2, $3, NULLIF($4, ''))
+			ON CONFLICT DO NOTHING
+		)
+		UPDATE audit_log
+		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
+		WHERE provider = $1 AND provider_message_id = $2
+		  AND smsgw_delivery_rank(coalesce(delivery_status, '')) <= smsgw_delivery_rank($3)`,
+		r.Provider, r.MessageID, r.Status, r.ErrorCode)
+	if err != nil {
+		return fmt.Errorf("audit: delivery report: %w", err)
+	}
+	return nil
+}
+
+// applyEarlyReceipts gives rows just written the receipts that arrived
+// before them.
+func applyEarlyReceipts(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
+	var ids []string
+	for _, e := range events {
+		if e.MessageID != "" {
+			ids = append(ids, e.MessageID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := pool.Exec(ctx, `
+		UPDATE audit_log a
+		SET delivery_status = r.status, delivery_error_code = r.error_code, delivery_updated_at = r.received_at
+		FROM (
+			SELECT DISTINCT ON (provider, message_id) provider, message_id, status, error_code, received_at
+			FROM delivery_receipts
+			WHERE message_id = ANY($1)
+			ORDER BY provider, message_id, smsgw_delivery_rank(status) DESC, received_at DESC
+		) r
+		WHERE a.provider = r.provider AND a.provider_message_id = r.message_id AND a.delivery_status IS NULL`, ids)
+	if err != nil {
+		return fmt.Errorf("audit: apply early receipts: %w", err)
+	}
+	return nil
+}

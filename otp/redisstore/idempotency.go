@@ -1,0 +1,72 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+var (
+	//go:embed claim.lua
+	claimSource string
+	//go:embed settle.lua
+	settleSource string
+
+	claimScript  = redis.NewScript(claimSource)
+	settleScript = redis.NewScript(settleSource)
+)
+
+// Idempotency is an otp.IdempotencyStore: one key per scope, holding the
+// claiming request's ticket until the answer replaces it.
+type Idempotency struct {
+	rdb    redis.Cmdable
+	prefix string
+}
+
+var _ otp.IdempotencyStore = (*Idempotency)(nil)
+
+// NewIdempotency returns an Idempotency whose keys start with prefix.
+func NewIdempotency(rdb redis.Cmdable, prefix string) *Idempotency {
+	return &Idempotency{rdb: rdb, prefix: prefix}
+}
+
+// key hashes the scope: client-chosen keys never become Redis key names.
+func (s *Idempotency) key(scope string) string {
+	sum := sha256.Sum256([]byte(scope))
+	return s.prefix + "idem:" + hex.EncodeToString(sum[:])
+}
+
+func (s *Idempotency) Claim(ctx context.Context, scope, ticket string, ttl time.Duration) (otp.Claim, []byte, error) {
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.key(scope)}, ticket, ms(ttl)).Slice()
+	if err != nil {
+		return 0, nil, fmt.Errorf("idempotency: claim: %w", err)
+	}
+	if len(res) != 2 {
+		return 0, nil, fmt.Errorf("idempotency: claim: unexpected reply %v", res)
+	}
+	state, _ := res[0].(int64)
+	answer, _ := res[1].(string)
+	switch state {
+	case 1:
+		return otp.Claimed, nil, nil
+	case 2:
+		return otp.ClaimBusy, nil, nil
+	default:
+		return otp.ClaimDone, []byte(strings.TrimPrefix(answer, "done:")), nil
+	}
+}
+
+func (s *Idempotency) Settle(ctx context.Context, scope, ticket string, answer []byte, ttl time.Duration) error {
+	if err := settleScript.Run(ctx, s.rdb, []string{s.key(scope)}, ticket, answer, ms(ttl)).Err(); err != nil {
+		return fmt.Errorf("idempotency: settle: %w", err)
+	}
+	return nil
+}
