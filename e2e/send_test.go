@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -274,5 +275,32 @@ func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
 	out, err = exec.Command(binary, "frobnicate").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "unknown command") {
 		t.Fatalf("unknown command: %v %s", err, out)
+	}
+}
+
+// TestProviderConfigErrorsStopTheStart: a provider that cannot work stops the
+// start, naming what is wrong.
+func TestProviderConfigErrorsStopTheStart(t *testing.T) {
+	for _, tt := range []struct {
+		name, config string
+		env          []string
+		want         string
+	}{
+		{"twilio without credentials", "[sender]\nprovider = \"twilio\"\n[sender.twilio]\nfrom = \"+15005550006\"\n", nil, "TWILIO_ACCOUNT_SID"},
+		{"twilio without a sender", "[sender]\nprovider = \"twilio\"\n", []string{"TWILIO_ACCOUNT_SID=AC0123456789abcdef0123456789abcdef", "TWILIO_AUTH_TOKEN=0123456789abcdef0123456789abcdef"}, "sender.twilio.from"},
+		{"gateway without a URL", "[sender]\nprovider = \"http\"\n", []string{"SMSGW_HTTP_SECRET=" + strings.Repeat("s", 40)}, "sender.http.url"},
+		{"gateway without a secret", "[sender]\nprovider = \"http\"\n[sender.http]\nurl = \"https://sms.internal/send\"\n", nil, "SMSGW_HTTP_SECRET"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "smsgw.toml")
+			writeFile(t, path, tt.config)
+			cmd := exec.Command(binary, "-config", path)
+			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+secret, "SMSGW_DATABASE_URL="+testenv.Database(t), "TWILIO_ACCOUNT_SID=", "TWILIO_AUTH_TOKEN=", "SMSGW_HTTP_SECRET=")
+			cmd.Env = append(cmd.Env, tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tt.want) {
+				t.Fatalf("%v\n%s\nwant it to name %s", err, out, tt.want)
+			}
+		})
 	}
 }

@@ -193,3 +193,89 @@ func deliveryStatus(t *testing.T, e env, sid string) string {
 	}
 	return deref(status)
 }
+
+// TestFailoverAndIdempotencyAcrossProcesses: the in-house gateway fails with
+// 503s, so texts fail over to the next provider; GB is routed to the gateway
+// alone; and duplicate sends racing through two processes with one
+// Idempotency-Key text once.
+func TestFailoverAndIdempotencyAcrossProcesses(t *testing.T) {
+	var gatewayCalls atomic.Int64
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gatewayCalls.Add(1)
+		if r.Header.Get("X-Smsgw-Signature") == "" {
+			w.WriteHeader(401)
+			return
+		}
+		w.WriteHeader(503)
+	}))
+	t.Cleanup(gw.Close)
+	e := newEnv(t)
+	cfg := fmt.Sprintf(`
+[server]
+trusted_proxies = ["127.0.0.0/8"]
+
+[sender]
+providers = ["http", "fake"]
+
+[sender.routes]
+GB = ["http"]
+
+[sender.http]
+url = %q
+
+[sender.breaker]
+failures = 3
+open_for = "1m"
+`, gw.URL)
+	extra := []string{"SMSGW_HTTP_SECRET=" + strings.Repeat("s", 40)}
+	a := startWith(t, e, cfg, extra)
+	b := startWith(t, e, cfg, extra)
+
+	for i := 0; i < 5; i++ {
+		r := post(t, a.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1650253%04d"}`, i), map[string]string{"X-Forwarded-For": fmt.Sprintf("198.51.100.%d", i)})
+		if r.Status != 202 {
+			t.Fatalf("send %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	// Three 503s opened the gateway's breaker: the last two never called it.
+	if n := gatewayCalls.Load(); n != 3 {
+		t.Fatalf("gateway called %d times, want 3", n)
+	}
+	if r := post(t, a.URL+"/v1/otp/send", `{"phone": "+447400123456"}`, nil); r.Status != 502 || r.ErrorCode() != "provider_error" {
+		t.Fatalf("GB routed to the gateway alone: %d %s", r.Status, r.Raw)
+	}
+
+	var wg sync.WaitGroup
+	answers := make(chan string, 20)
+	gate := make(chan struct{})
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := a.URL
+			if i%2 == 1 {
+				url = b.URL
+			}
+			<-gate
+			r := post(t, url+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"Idempotency-Key": "signup-42", "X-Forwarded-For": "203.0.113.99"})
+			answers <- fmt.Sprintf("%d %s", r.Status, r.Body["id"])
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	close(answers)
+	distinct := map[string]int{}
+	for a := range answers {
+		distinct[a]++
+	}
+	if len(distinct) != 1 {
+		t.Fatalf("answers %v: want one 202 answer for all", distinct)
+	}
+	texts := 0
+	for _, p := range []*process{a, b} {
+		texts += len(outboxBodies(t, p, "+14155552671"))
+	}
+	if texts != 1 {
+		t.Fatalf("%d texts for one Idempotency-Key", texts)
+	}
+}

@@ -174,6 +174,12 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"template without code", "[otp]\nmessage = \"hello\"\n", "otp.message"},
 		{"locale template", "[otp.messages]\nes = \"{{.Nope}}\"\n", "otp.messages.es"},
 		{"webotp domain", "[otp]\nwebotp_domain = \"https://x\"\n", "otp.webotp_domain"},
+		{"unknown provider in list", "[sender]\nproviders = [\"fake\", \"sns\"]\n", "sender.providers[1]"},
+		{"provider twice", "[sender]\nproviders = [\"fake\", \"fake\"]\n", "sender.providers[1]"},
+		{"route country", "[sender.routes]\ngb = [\"fake\"]\n", "sender.routes.gb"},
+		{"route to an unused provider", "[sender.routes]\nGB = [\"twilio\"]\n", "sender.routes.GB[0]"},
+		{"breaker failures", "[sender.breaker]\nfailures = 0\n", "sender.breaker.failures"},
+		{"callback url", "[sender.twilio]\nstatus_callback_url = \"/v1/webhooks\"\n", "sender.twilio.status_callback_url"},
 		{"not TOML", "[otp\n", "line 2"},
 	}
 	for _, tt := range tests {
