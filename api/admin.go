@@ -132,6 +132,7 @@ type auditRowJSON struct {
 	ProviderMessageID *string   `json:"provider_message_id"`
 	DeliveryStatus    *string   `json:"delivery_status"`
 	DeliveryErrorCode *string   `json:"delivery_error_code"`
+	APIKey            *string   `json:"api_key"`
 }
 
 func nullable(s string) *string {
@@ -166,7 +167,7 @@ func handleAdminAudit(reader otp.AuditReader, defaultRegion string, auditLog otp
 				ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome, RequestID: e.RequestID,
 				PhoneE164: nullable(e.Phone), ClientIP: ip, Reason: nullable(e.Reason), Provider: nullable(e.Provider),
 				ProviderMessageID: nullable(e.MessageID), DeliveryStatus: nullable(e.DeliveryStatus),
-				DeliveryErrorCode: nullable(e.DeliveryErrorCode),
+				DeliveryErrorCode: nullable(e.DeliveryErrorCode), APIKey: nullable(e.APIKey),
 			}
 		}
 		return c.JSON(http.StatusOK, out)

@@ -4,12 +4,16 @@ import (
 	"log/slog"
 
 	"github.com/labstack/echo/v4"
+
+	"smsgw/otp"
 )
 
 // addRoutes lists every route of the service.
 func addRoutes(e *echo.Echo, log *slog.Logger, cfg Config, d Deps, m *httpMetrics) {
-	e.POST("/v1/otp/send", handleSend(d.Service, d.AuditLog, log, m))
-	e.POST("/v1/otp/verify", handleVerify(d.Service, d.AuditLog, log, m))
+	e.POST("/v1/otp/send", handleSend(d.Service, d.AuditLog, log, m),
+		requireAPIKey(cfg.APIKeys, otp.KindSend, d.AuditLog, log, m))
+	e.POST("/v1/otp/verify", handleVerify(d.Service, d.AuditLog, log, m),
+		requireAPIKey(cfg.APIKeys, otp.KindVerify, d.AuditLog, log, m))
 
 	admin := e.Group("/v1/admin", requireAdmin(cfg.AdminToken, d.AuditLog, log, m))
 	admin.GET("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))

@@ -43,7 +43,7 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		ctx := c.Request().Context()
 		ticket := newID()
 		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindSend,
-			RequestID: requestID(c), ClientIP: clientIP(c)}
+			RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
 
 		var req sendRequest
 		key, err := idempotencyKey(c.Request().Header)

@@ -22,6 +22,8 @@ type Config struct {
 	MaxAttempts int
 	// Twilio, when set, takes Twilio's delivery receipts.
 	Twilio *TwilioWebhook
+	// APIKeys, when any, are required on send and verify.
+	APIKeys []APIKey
 }
 
 // Deps are what the handlers run on. Outbox is nil unless the fake provider

@@ -39,7 +39,7 @@ func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *
 		ctx := c.Request().Context()
 		ticket := newID()
 		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindVerify,
-			RequestID: requestID(c), ClientIP: clientIP(c)}
+			RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
 
 		var req verifyRequest
 		err := decodeJSON(c.Request(), &req)

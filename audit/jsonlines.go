@@ -32,12 +32,14 @@ type jsonRow struct {
 	Reason            string    `json:"reason,omitempty"`
 	Provider          string    `json:"provider,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	APIKey            string    `json:"api_key,omitempty"`
 }
 
 // Record writes e as one line.
 func (j *JSONLines) Record(_ context.Context, e otp.AuditEvent) error {
 	row := jsonRow{Audit: "audit_log", ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome,
-		RequestID: e.RequestID, PhoneE164: e.Phone, Reason: e.Reason, Provider: e.Provider, ProviderMessageID: e.MessageID}
+		RequestID: e.RequestID, PhoneE164: e.Phone, Reason: e.Reason, Provider: e.Provider, ProviderMessageID: e.MessageID,
+		APIKey: e.APIKey}
 	if e.ClientIP.IsValid() {
 		row.ClientIP = e.ClientIP.String()
 	}

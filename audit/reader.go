@@ -27,7 +27,7 @@ func NewReader(pool *pgxpool.Pool) *Reader { return &Reader{pool: pool} }
 func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.AuditEvent, error) {
 	const cols = `id::text, created_at, kind, outcome, request_id, coalesce(phone_e164, ''), client_ip,
 		coalesce(reason, ''), coalesce(provider, ''), coalesce(provider_message_id, ''), coalesce(delivery_status, ''),
-		coalesce(delivery_error_code, '')`
+		coalesce(delivery_error_code, ''), coalesce(api_key, '')`
 	var rows pgx.Rows
 	var err error
 	if phone != "" {
@@ -44,7 +44,7 @@ func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.Aud
 		var ip *netip.Addr
 		var at time.Time
 		err := row.Scan(&e.ID, &at, &e.Kind, &e.Outcome, &e.RequestID, &e.Phone, &ip,
-			&e.Reason, &e.Provider, &e.MessageID, &e.DeliveryStatus, &e.DeliveryErrorCode)
+			&e.Reason, &e.Provider, &e.MessageID, &e.DeliveryStatus, &e.DeliveryErrorCode, &e.APIKey)
 		e.Time = at.UTC()
 		if ip != nil {
 			e.ClientIP = *ip

@@ -172,7 +172,7 @@ func (w *Writer) writeWithRetry(batch []otp.AuditEvent) {
 	}
 }
 
-var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason", "provider", "provider_message_id"}
+var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason", "provider", "provider_message_id", "api_key"}
 
 // Write stores events, skipping those already stored. The fast path is COPY,
 // which cannot skip duplicates; a batch that hits one is rewritten by Insert.
@@ -183,7 +183,7 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 		if e.ClientIP.IsValid() {
 			ip = &e.ClientIP
 		}
-		return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason), null(e.Provider), null(e.MessageID)}, nil
+		return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason), null(e.Provider), null(e.MessageID), null(e.APIKey)}, nil
 	}))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: part of the batch is stored
@@ -218,21 +218,22 @@ func Insert(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) er
 	reasons := make([]string, n)
 	providers := make([]string, n)
 	messageIDs := make([]string, n)
+	apiKeys := make([]string, n)
 	for i, e := range events {
 		ids[i], times[i], kinds[i], outcomes[i], requestIDs[i] = e.ID, e.Time, e.Kind, e.Outcome, e.RequestID
-		phones[i], reasons[i], providers[i], messageIDs[i] = e.Phone, e.Reason, e.Provider, e.MessageID
+		phones[i], reasons[i], providers[i], messageIDs[i], apiKeys[i] = e.Phone, e.Reason, e.Provider, e.MessageID, e.APIKey
 		if e.ClientIP.IsValid() {
 			ips[i] = e.ClientIP.String()
 		}
 	}
 	_, err := pool.Exec(ctx, `
-		INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, client_ip, reason, provider, provider_message_id)
+		INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, client_ip, reason, provider, provider_message_id, api_key)
 		SELECT id, created_at, kind, outcome, request_id,
-		       NULLIF(phone, ''), NULLIF(ip, '')::inet, NULLIF(reason, ''), NULLIF(provider, ''), NULLIF(message_id, '')
-		FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-		     AS t(id, created_at, kind, outcome, request_id, phone, ip, reason, provider, message_id)
+		       NULLIF(phone, ''), NULLIF(ip, '')::inet, NULLIF(reason, ''), NULLIF(provider, ''), NULLIF(message_id, ''), NULLIF(api_key, '')
+		FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+		     AS t(id, created_at, kind, outcome, request_id, phone, ip, reason, provider, message_id, api_key)
 		ON CONFLICT (id) DO NOTHING`,
-		ids, times, kinds, outcomes, requestIDs, phones, ips, reasons, providers, messageIDs)
+		ids, times, kinds, outcomes, requestIDs, phones, ips, reasons, providers, messageIDs, apiKeys)
 	if err != nil {
 		return fmt.Errorf("audit: insert %d rows: %w", n, err)
 	}

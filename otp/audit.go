@@ -31,6 +31,7 @@ type AuditEvent struct {
 	Reason    string     // e.g. "phone:1m"; empty when there is nothing to add
 	Provider  string
 	MessageID string
+	APIKey    string // the caller's API key name, when keys are in use
 	// DeliveryStatus is the provider's last word on the text (delivered,
 	// failed, ...) and DeliveryErrorCode its error code, filled by delivery
 	// receipts after the row is written.

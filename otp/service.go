@@ -20,6 +20,11 @@ type Config struct {
 	IPRules       []Rule
 	PhoneRules    []Rule
 	VerifyIPRules []Rule
+	// Optional subjects, all decided in the same atomic step.
+	CountryRules []Rule
+	PrefixRules  []PrefixRules
+	GlobalRules  []Rule
+	Policy       PhonePolicy
 	CodeLength    int
 	CodeTTL       time.Duration
 	MaxAttempts   int
@@ -38,11 +43,19 @@ type Deps struct {
 	Messages    *Messages
 }
 
+// PrefixRules are windows counted per leading Digits digits of the E.164
+// number (one number range).
+type PrefixRules struct {
+	Digits int
+	Rules  []Rule
+}
+
 // Service runs the send and verify flows over the interfaces it needs.
 type Service struct {
 	cfg Config
 	Deps
-	log *slog.Logger
+	log    *slog.Logger
+	phones *phoneCache
 }
 
 // NewService returns a Service. It keeps no per-request state; one serves
@@ -51,7 +64,7 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 10 * time.Second
 	}
-	return &Service{cfg: cfg, Deps: deps, log: log}
+	return &Service{cfg: cfg, Deps: deps, log: log, phones: newPhoneCache(1 << 16)}
 }
 
 // SendRequest is a validated-shape request to text a code.
@@ -98,7 +111,7 @@ func (s *Service) parsePhone(raw, region string) (Phone, error) {
 	if region == "" {
 		region = s.cfg.DefaultRegion
 	}
-	return ParsePhone(raw, region)
+	return s.phones.parse(raw, strings.ToUpper(region))
 }
 
 // Send texts a code to the request's phone if every limit has room. While a
@@ -112,6 +125,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, err
 	}
 	res.Phone = phone
+	if err := s.cfg.Policy.Check(phone); err != nil {
+		res.Reason = err.(*Error).Fields["reason"].(string)
+		return res, err
+	}
 
 	if req.IdempotencyKey != "" && s.Idempotency != nil {
 		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
@@ -126,7 +143,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
 	}
 
-	subjects := s.SendSubjects(phone.E164, req.ClientIP)
+	subjects := s.SendSubjects(phone, req.ClientIP)
 	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
 	if err != nil {
 		return res, unavailable("limiter", err)
@@ -386,13 +403,34 @@ func NormalizeCode(raw string) (string, error) {
 	return b.String(), nil
 }
 
-// SendSubjects lists what a send is counted against, tightest first.
-func (s *Service) SendSubjects(phoneE164 string, clientIP netip.Addr) []Subject {
+// SendSubjects lists what a send is counted against, tightest first: the
+// phone, the client IP, and, when configured, the destination country, its
+// number range and everything.
+func (s *Service) SendSubjects(phone Phone, clientIP netip.Addr) []Subject {
 	subjects := make([]Subject, 0, 2)
-	if len(s.cfg.PhoneRules) > 0 {
-		subjects = append(subjects, Subject{Scope: "phone", Key: "send:phone:" + phoneE164, Rules: s.cfg.PhoneRules})
+	subjects = append(subjects, s.phoneSubjects(phone.E164)...)
+	subjects = append(subjects, s.sendIPSubjects(clientIP)...)
+	if len(s.cfg.CountryRules) > 0 {
+		subjects = append(subjects, Subject{Scope: "country", Key: "send:country:" + phone.Country(), Rules: s.cfg.CountryRules})
 	}
-	return append(subjects, s.sendIPSubjects(clientIP)...)
+	for _, p := range s.cfg.PrefixRules {
+		digits := phone.E164[1:]
+		if len(digits) > p.Digits {
+			digits = digits[:p.Digits]
+		}
+		subjects = append(subjects, Subject{Scope: "prefix", Key: "send:prefix:" + digits, Rules: p.Rules})
+	}
+	if len(s.cfg.GlobalRules) > 0 {
+		subjects = append(subjects, Subject{Scope: "global", Key: "send:global", Rules: s.cfg.GlobalRules})
+	}
+	return subjects
+}
+
+func (s *Service) phoneSubjects(e164 string) []Subject {
+	if len(s.cfg.PhoneRules) == 0 {
+		return nil
+	}
+	return []Subject{{Scope: "phone", Key: "send:phone:" + e164, Rules: s.cfg.PhoneRules}}
 }
 
 func (s *Service) sendIPSubjects(clientIP netip.Addr) []Subject {

@@ -39,7 +39,7 @@ func (s *Service) supportSubjects(phoneRaw, ipRaw string) (SupportView, []policy
 			return v, nil, err
 		}
 		v.Phone = phone.E164
-		return v, []policySubjects{{"send", s.SendSubjects(phone.E164, netip.Addr{})}}, nil
+		return v, []policySubjects{{"send", s.phoneSubjects(phone.E164)}}, nil
 	}
 	addr, err := netip.ParseAddr(strings.TrimSpace(ipRaw))
 	if err != nil {

@@ -47,7 +47,7 @@ func benchSubjects(phone, ip string) (phoneSubject, ipSubject otp.Subject) {
 // none sees another's keys: the baselines first, so smsgw's sub-benchmark can
 // report its throughput relative to theirs.
 func benchAlgorithms(rdb *redis.Client, prefix string) []benchAlgorithm {
-	ours := New(rdb, prefix+"smsgw:", nil)
+	ours := New(rdb, prefix+"smsgw:", Options{})
 	seed := &seedLimiter{rdb: rdb, prefix: prefix + "seed:"}
 	rr := newRedisRateLimiter(rdb, prefix+"redis_rate:")
 	return []benchAlgorithm{

@@ -28,9 +28,10 @@ var (
 // touched by one script, so on Redis Cluster they would have to share a slot;
 // smsgw expects a single primary (with replicas or Sentinel for failover).
 type Limiter struct {
-	rdb     redis.Cmdable
-	prefix  string
-	scripts Scripts
+	rdb      redis.Cmdable
+	prefix   string
+	scripts  Scripts
+	refusals *refusals // nil: every decision asks Redis
 	// now replaces Redis TIME; only tests set it.
 	now func() time.Time
 }
@@ -43,13 +44,25 @@ type Scripts interface {
 
 var _ otp.Limiter = (*Limiter)(nil)
 
-// New returns a Limiter whose keys start with prefix (e.g. "smsgw:"). Its
-// decisions go through scripts; nil gives it a batcher of its own.
-func New(rdb redis.Cmdable, prefix string, scripts Scripts) *Limiter {
-	if scripts == nil {
-		scripts = redisbatch.New(rdb, redisbatch.Options{})
+// Options tune a Limiter. Zero values pick the defaults.
+type Options struct {
+	// Scripts runs the decisions; nil gives the Limiter a batcher of its own.
+	Scripts Scripts
+	// LocalRefusals is how many standing refusals this replica may answer
+	// from memory (0: none; every decision asks Redis). See Run.
+	LocalRefusals int
+}
+
+// New returns a Limiter whose keys start with prefix (e.g. "smsgw:").
+func New(rdb redis.Cmdable, prefix string, o Options) *Limiter {
+	if o.Scripts == nil {
+		o.Scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
-	return &Limiter{rdb: rdb, prefix: prefix, scripts: scripts}
+	l := &Limiter{rdb: rdb, prefix: prefix, scripts: o.Scripts}
+	if o.LocalRefusals > 0 {
+		l.refusals = newRefusals(o.LocalRefusals)
+	}
+	return l
 }
 
 func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:" + s.Key }
@@ -61,6 +74,14 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		return otp.Decision{Allowed: true}, nil
 	}
 	keys, args, policies := l.scriptArgs(ticket, subjects)
+	start := time.Now()
+	if l.refusals != nil {
+		if f, ok := l.refusals.lookup(keys, start); ok {
+			tight := f.window
+			tight.Reset = f.until.Sub(start)
+			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: policies}, nil
+		}
+	}
 	vals, err := l.scripts.Run(ctx, allowScript, keys, args...).Int64Slice()
 	if err != nil {
 		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
@@ -87,8 +108,25 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 	}
 	if !d.Allowed {
 		d.RetryAfter = tight.Reset
+		if l.refusals != nil {
+			// Counted from before the call left, so the local T is never
+			// later than Redis's.
+			l.refusals.remember(keys[l.subjectOf(subjects, vals[2])], refusal{until: start.Add(d.RetryAfter), window: tight})
+		}
 	}
 	return d, nil
+}
+
+// subjectOf finds the subject of the window the script numbered tight.
+func (l *Limiter) subjectOf(subjects []otp.Subject, tight int64) int {
+	n := int64(0)
+	for i, s := range subjects {
+		n += int64(len(s.Rules))
+		if tight <= n {
+			return i
+		}
+	}
+	return len(subjects) - 1
 }
 
 // scriptArgs lays out the subjects for allow.lua and status.lua, and lists
@@ -152,7 +190,11 @@ func (l *Limiter) Reset(ctx context.Context, subjects []otp.Subject) error {
 	for i, s := range subjects {
 		keys[i] = l.key(s)
 	}
-	if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+	err := l.rdb.Del(ctx, keys...).Err()
+	if err == nil {
+		err = l.publish(ctx, keys)
+	}
+	if err != nil {
 		return fmt.Errorf("ratelimit: reset: %w", err)
 	}
 	return nil
@@ -170,15 +212,21 @@ func tightestWhenEmpty(policies []otp.Window) otp.Window {
 	return t
 }
 
-// Refund removes an admitted request from every subject it was recorded in.
-// Removing a ticket that is not there is harmless, so a refund may be retried.
+// Refund removes an admitted request from every subject it was recorded in,
+// and tells every replica's refusal cache. Removing a ticket that is not there
+// is harmless, so a refund may be retried.
 func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subject) error {
+	keys := make([]string, len(subjects))
 	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, s := range subjects {
-			p.ZRem(ctx, l.key(s), ticket)
+		for i, s := range subjects {
+			keys[i] = l.key(s)
+			p.ZRem(ctx, keys[i], ticket)
 		}
 		return nil
 	})
+	if err == nil {
+		err = l.publish(ctx, keys)
+	}
 	if err != nil {
 		return fmt.Errorf("ratelimit: refund: %w", err)
 	}

@@ -42,7 +42,7 @@ func newTestLimiter(t *testing.T) (*Limiter, *redis.Client, *testClock) {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	clock := &testClock{now: t0}
-	l := New(rdb, prefix, nil)
+	l := New(rdb, prefix, Options{})
 	l.now = clock.Now
 	return l, rdb, clock
 }
@@ -256,7 +256,7 @@ func TestRecoversFromScriptFlush(t *testing.T) {
 func TestRedisDownIsAnError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer rdb.Close()
-	l := New(rdb, "x:", nil)
+	l := New(rdb, "x:", Options{})
 	start := time.Now()
 	_, err := l.Allow(context.Background(), ticket(), []otp.Subject{ip("192.0.2.1")})
 	if err == nil {
@@ -269,7 +269,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 
 func TestUsesRedisClock(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	l := New(rdb, prefix, nil)
+	l := New(rdb, prefix, Options{})
 	d, err := l.Allow(context.Background(), ticket(), []otp.Subject{ip("192.0.2.2")})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestRacesAdmitExactlyTheLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, prefix := testenv.Redis(t)
-			l := New(rdb, prefix, nil)
+			l := New(rdb, prefix, Options{})
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -473,7 +473,7 @@ func TestAbandonedCallFailsWithItsContext(t *testing.T) {
 // slots, so decisions share pipelines, on a handful of hot subjects.
 func TestPipelinedDecisionsStayExact(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	l := New(rdb, prefix, redisbatch.New(rdb, redisbatch.Options{Pipelines: 1}))
+	l := New(rdb, prefix, Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Pipelines: 1})})
 	var admitted [4]atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < 400; i++ {
@@ -518,7 +518,7 @@ func TestStalledRedisTimesOut(t *testing.T) {
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	l := New(rdb, "x:", redisbatch.New(rdb, redisbatch.Options{Timeout: 300 * time.Millisecond}))
+	l := New(rdb, "x:", Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Timeout: 300 * time.Millisecond})})
 	start := time.Now()
 	if _, err := l.Allow(context.Background(), ticket(), []otp.Subject{ip("192.0.2.4")}); err == nil {
 		t.Fatal("a decision from a Redis that never answers")

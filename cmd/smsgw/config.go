@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/nyaruka/phonenumbers"
 
 	"smsgw"
+	"smsgw/api"
 	"smsgw/otp"
 )
 
@@ -43,7 +45,10 @@ type Config struct {
 		BatchSize int `toml:"batch_size"`
 	} `toml:"audit"`
 	Phone struct {
-		DefaultRegion string `toml:"default_region"`
+		DefaultRegion    string   `toml:"default_region"`
+		AllowedTypes     []string `toml:"allowed_types"`
+		AllowedCountries []string `toml:"allowed_countries"`
+		DeniedCountries  []string `toml:"denied_countries"`
 	} `toml:"phone"`
 	OTP struct {
 		Length       int               `toml:"length"`
@@ -55,11 +60,29 @@ type Config struct {
 		WebOTPDomain string            `toml:"webotp_domain"`
 	} `toml:"otp"`
 	Limits struct {
-		IPv6Prefix int         `toml:"ipv6_prefix"`
-		IP         []LimitRule `toml:"ip"`
-		Phone      []LimitRule `toml:"phone"`
-		VerifyIP   []LimitRule `toml:"verify_ip"`
+		IPv6Prefix        int         `toml:"ipv6_prefix"`
+		LocalRefusalCache int         `toml:"local_refusal_cache"`
+		IP                []LimitRule `toml:"ip"`
+		Phone             []LimitRule `toml:"phone"`
+		VerifyIP          []LimitRule `toml:"verify_ip"`
+		Country           []LimitRule `toml:"country"`
+		Prefix            []LimitRule `toml:"prefix"`
+		Global            []LimitRule `toml:"global"`
 	} `toml:"limits"`
+	Pumping struct {
+		Mode             string   `toml:"mode"`
+		MinSends         int      `toml:"min_sends"`
+		MinApprovalRatio float64  `toml:"min_approval_ratio"`
+		Window           Duration `toml:"window"`
+		Quarantine       Duration `toml:"quarantine"`
+	} `toml:"pumping"`
+	API struct {
+		Keys []struct {
+			Name    string `toml:"name"`
+			SHA256  string `toml:"sha256"`
+			Enabled bool   `toml:"enabled"`
+		} `toml:"keys"`
+	} `toml:"api"`
 	Sender struct {
 		Provider  string              `toml:"provider"`
 		Providers []string            `toml:"providers"`
@@ -87,6 +110,12 @@ type Config struct {
 	// Parsed forms, filled by validate.
 	trustedProxies []netip.Prefix
 	messages       *otp.Messages
+	prefixRules    []otp.PrefixRules
+	apiKeys        []api.APIKey
+}
+
+func (c *Config) policy() otp.PhonePolicy {
+	return otp.PhonePolicy{AllowedTypes: c.Phone.AllowedTypes, AllowedCountries: c.Phone.AllowedCountries, DeniedCountries: c.Phone.DeniedCountries}
 }
 
 func (c *Config) messageConfig() otp.MessageConfig {
@@ -94,10 +123,11 @@ func (c *Config) messageConfig() otp.MessageConfig {
 		TTL: c.OTP.TTL.Duration, WebOTPDomain: c.OTP.WebOTPDomain}
 }
 
-// LimitRule is one [[limits.*]] entry.
+// LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.
 type LimitRule struct {
 	Window Duration `toml:"window"`
 	Max    int      `toml:"max"`
+	Digits int      `toml:"digits"`
 }
 
 // Duration reads "500ms", "10m", "1h" from TOML.
@@ -149,8 +179,14 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 				Phone    []toml.Primitive `toml:"phone"`
 				VerifyIP []toml.Primitive `toml:"verify_ip"`
 			} `toml:"limits"`
+			Phone struct {
+				AllowedTypes []string `toml:"allowed_types"`
+			} `toml:"phone"`
 		}
-		if _, err := toml.Decode(string(b), &probe); err == nil {
+		if md, err := toml.Decode(string(b), &probe); err == nil {
+			if md.IsDefined("phone", "allowed_types") {
+				cfg.Phone.AllowedTypes = nil
+			}
 			for list, dst := range map[*[]toml.Primitive]*[]LimitRule{
 				&probe.Limits.IP: &cfg.Limits.IP, &probe.Limits.Phone: &cfg.Limits.Phone, &probe.Limits.VerifyIP: &cfg.Limits.VerifyIP,
 			} {
@@ -250,6 +286,9 @@ func (c *Config) validate() error {
 	if c.OTP.MaxAttempts < 1 {
 		return fmt.Errorf("otp.max_attempts: must be at least 1, got %d", c.OTP.MaxAttempts)
 	}
+	if c.Limits.LocalRefusalCache < 0 {
+		return errors.New("limits.local_refusal_cache: must not be negative")
+	}
 	if c.Limits.IPv6Prefix < 1 || c.Limits.IPv6Prefix > 128 {
 		return fmt.Errorf("limits.ipv6_prefix: want 1 to 128, got %d", c.Limits.IPv6Prefix)
 	}
@@ -261,6 +300,58 @@ func (c *Config) validate() error {
 	}
 	if err := otp.ValidateRules(rules(c.Limits.VerifyIP)); err != nil {
 		return fmt.Errorf("limits.verify_ip%w", err)
+	}
+	for key, list := range map[string][]LimitRule{"limits.ip": c.Limits.IP, "limits.phone": c.Limits.Phone,
+		"limits.verify_ip": c.Limits.VerifyIP, "limits.country": c.Limits.Country, "limits.global": c.Limits.Global} {
+		for i, r := range list {
+			if r.Digits != 0 {
+				return fmt.Errorf("%s[%d].digits: only [[limits.prefix]] windows have digits", key, i)
+			}
+		}
+	}
+	if err := otp.ValidateRules(rules(c.Limits.Country)); err != nil {
+		return fmt.Errorf("limits.country%w", err)
+	}
+	if err := otp.ValidateRules(rules(c.Limits.Global)); err != nil {
+		return fmt.Errorf("limits.global%w", err)
+	}
+	c.prefixRules = nil
+	byDigits := map[int]int{} // digits → index in prefixRules
+	for i, r := range c.Limits.Prefix {
+		if r.Digits < 1 || r.Digits > 15 {
+			return fmt.Errorf("limits.prefix[%d].digits: want 1 to 15 leading digits of the E.164 number, got %d", i, r.Digits)
+		}
+		j, ok := byDigits[r.Digits]
+		if !ok {
+			j = len(c.prefixRules)
+			byDigits[r.Digits] = j
+			c.prefixRules = append(c.prefixRules, otp.PrefixRules{Digits: r.Digits})
+		}
+		c.prefixRules[j].Rules = append(c.prefixRules[j].Rules, otp.Rule{Window: r.Window.Duration, Max: r.Max})
+		if err := otp.ValidateRules(c.prefixRules[j].Rules); err != nil {
+			return fmt.Errorf("limits.prefix[%d]: %w", i, err)
+		}
+	}
+	if err := c.policy().Validate(); err != nil {
+		return err
+	}
+	switch c.Pumping.Mode {
+	case "off", "shadow", "enforce":
+	default:
+		return fmt.Errorf("pumping.mode: want off, shadow or enforce, got %q", c.Pumping.Mode)
+	}
+	c.apiKeys = nil
+	names := map[string]bool{}
+	for i, k := range c.API.Keys {
+		if k.Name == "" || names[k.Name] {
+			return fmt.Errorf("api.keys[%d].name: must be set and unique", i)
+		}
+		names[k.Name] = true
+		sum, err := hex.DecodeString(k.SHA256)
+		if err != nil || len(sum) != 32 {
+			return fmt.Errorf("api.keys[%d].sha256: want the key's SHA-256 as 64 hex digits (printf %%s \"$KEY\" | sha256sum)", i)
+		}
+		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled})
 	}
 	m, err := otp.NewMessages(c.messageConfig(), c.OTP.Length)
 	if err != nil {

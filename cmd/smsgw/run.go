@@ -223,7 +223,14 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		Pipelines: cfg.Redis.Pipelines,
 		Timeout:   cfg.Redis.Timeout.Duration,
 	})
-	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, scripts)
+	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache})
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go func() {
+		if err := limiter.Run(runCtx, d.rdb); err != nil {
+			log.Error("limiter refusal cache stopped", "err", err)
+		}
+	}()
 	prov, err := buildProviders(cfg, sec, d.onText, reg)
 	if err != nil {
 		return err
@@ -234,6 +241,10 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		IPRules:       rules(cfg.Limits.IP),
 		PhoneRules:    rules(cfg.Limits.Phone),
 		VerifyIPRules: rules(cfg.Limits.VerifyIP),
+		CountryRules:  rules(cfg.Limits.Country),
+		PrefixRules:   cfg.prefixRules,
+		GlobalRules:   rules(cfg.Limits.Global),
+		Policy:        cfg.policy(),
 		CodeLength:    cfg.OTP.Length,
 		CodeTTL:       cfg.OTP.TTL.Duration,
 		MaxAttempts:   cfg.OTP.MaxAttempts,
@@ -257,6 +268,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		AdminToken:     sec.adminToken,
 		MaxAttempts:    cfg.OTP.MaxAttempts,
 		Twilio:         prov.twilio,
+		APIKeys:        cfg.apiKeys,
 	}, deps)
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)

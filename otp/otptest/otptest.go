@@ -102,7 +102,7 @@ func New(t testing.TB, o Options) Service {
 	}
 	scripts := redisbatch.New(rdb, redisbatch.Options{})
 	svc := otp.NewService(cfg, otp.Deps{
-		Limiter:     ratelimit.New(rdb, prefix, scripts),
+		Limiter:     ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts}),
 		Sender:      router,
 		Codes:       redisstore.New(rdb, prefix, scripts),
 		Idempotency: redisstore.NewIdempotency(rdb, prefix),

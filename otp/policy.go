@@ -1,0 +1,56 @@
+package otp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// PhoneTypes are the number types a policy may name: phonenumbers' types in
+// snake case.
+var PhoneTypes = []string{"fixed_line", "mobile", "fixed_line_or_mobile", "toll_free", "premium_rate",
+	"shared_cost", "voip", "personal_number", "pager", "uan", "voicemail", "unknown"}
+
+// PhonePolicy says which numbers may get a text at all. It is checked before
+// any limit, so a refused number consumes nothing.
+type PhonePolicy struct {
+	AllowedTypes     []string // empty: every type
+	AllowedCountries []string // ISO 3166-1 alpha-2; empty: every country
+	DeniedCountries  []string
+}
+
+// Validate checks the policy the way configuration needs it.
+func (p PhonePolicy) Validate() error {
+	for i, t := range p.AllowedTypes {
+		if !slices.Contains(PhoneTypes, t) {
+			return fmt.Errorf("phone.allowed_types[%d]: %q is not one of %s", i, t, strings.Join(PhoneTypes, ", "))
+		}
+	}
+	for key, list := range map[string][]string{"phone.allowed_countries": p.AllowedCountries, "phone.denied_countries": p.DeniedCountries} {
+		for i, c := range list {
+			if len(c) != 2 || strings.ToUpper(c) != c {
+				return fmt.Errorf("%s[%d]: %q is not an upper-case ISO 3166-1 alpha-2 code", key, i, c)
+			}
+		}
+	}
+	return nil
+}
+
+// Check refuses a number the policy does not allow, saying why.
+func (p PhonePolicy) Check(phone Phone) error {
+	if len(p.AllowedTypes) > 0 && !slices.Contains(p.AllowedTypes, phone.Type) {
+		return notAllowed("type:"+phone.Type, fmt.Sprintf("%s numbers cannot receive codes here", strings.ReplaceAll(phone.Type, "_", " ")))
+	}
+	if len(p.AllowedCountries) == 0 && len(p.DeniedCountries) == 0 {
+		return nil
+	}
+	country := phone.Country()
+	if slices.Contains(p.DeniedCountries, country) || (len(p.AllowedCountries) > 0 && !slices.Contains(p.AllowedCountries, country)) {
+		return notAllowed("country:"+country, "numbers of this country cannot receive codes here")
+	}
+	return nil
+}
+
+func notAllowed(reason, msg string) *Error {
+	return &Error{Code: EPhoneNotAllowed, Message: msg, Fields: map[string]any{"reason": reason}}
+}

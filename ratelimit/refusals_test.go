@@ -1,0 +1,208 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/redisbatch"
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+)
+
+// countingScripts counts the decisions that reached Redis.
+type countingScripts struct {
+	Scripts
+	n atomic.Int64
+}
+
+func (c *countingScripts) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	c.n.Add(1)
+	return c.Scripts.Run(ctx, s, keys, args...)
+}
+
+// replica is one service process's limiter with its refusal cache running.
+func replica(t *testing.T, rdb *redis.Client, prefix string, cacheSize int) (*Limiter, *countingScripts) {
+	t.Helper()
+	scripts := &countingScripts{Scripts: redisbatch.New(rdb, redisbatch.Options{})}
+	l := New(rdb, prefix, Options{Scripts: scripts, LocalRefusals: cacheSize})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx, rdb); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(5 * time.Second)
+	for !l.refusals.subscribed.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("refusal cache never subscribed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return l, scripts
+}
+
+func allow(t *testing.T, l *Limiter, subjects ...otp.Subject) otp.Decision {
+	t.Helper()
+	d, err := l.Allow(context.Background(), ticket(), subjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestRefusalsAnsweredFromMemory(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l, calls := replica(t, rdb, prefix, 100)
+	hot := phone("+14155550100")
+	if d := allow(t, l, hot, ip("10.0.0.1")); !d.Allowed {
+		t.Fatal("first refused")
+	}
+	first := allow(t, l, hot, ip("10.0.0.2"))
+	if first.Allowed || calls.n.Load() != 2 {
+		t.Fatalf("second: %+v after %d calls", first, calls.n.Load())
+	}
+	for i := 0; i < 100; i++ {
+		d := allow(t, l, hot, ip(fmt.Sprintf("10.0.1.%d", i)))
+		if d.Allowed || d.Tightest.Policy() != "phone-1m" || d.RetryAfter <= 0 || d.RetryAfter > first.RetryAfter || len(d.Policies) != 6 {
+			t.Fatalf("cached refusal %d: %+v", i, d)
+		}
+	}
+	if n := calls.n.Load(); n != 2 {
+		t.Fatalf("%d decisions reached Redis, want 2: refusals come from memory", n)
+	}
+	// Another subject in the same request is not refused because of the cache.
+	if d := allow(t, l, phone("+14155550101"), ip("10.0.0.1")); !d.Allowed {
+		t.Fatalf("an unrelated phone was refused: %+v", d)
+	}
+}
+
+func TestRefusalCacheStaysUnusedUntilSubscribed(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	scripts := &countingScripts{Scripts: redisbatch.New(rdb, redisbatch.Options{})}
+	l := New(rdb, prefix, Options{Scripts: scripts, LocalRefusals: 100}) // Run never started
+	hot := phone("+14155550100")
+	for i := 0; i < 5; i++ {
+		allow(t, l, hot)
+	}
+	if n := scripts.n.Load(); n != 5 {
+		t.Fatalf("%d of 5 decisions reached Redis: an unsubscribed cache must not answer", n)
+	}
+}
+
+func TestRefusalCacheIsBounded(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l, calls := replica(t, rdb, prefix, 2)
+	phones := []otp.Subject{phone("+14155550100"), phone("+14155550101"), phone("+14155550102")}
+	for _, p := range phones {
+		allow(t, l, p)
+		allow(t, l, p) // refused: cached while there is room
+	}
+	before := calls.n.Load()
+	for _, p := range phones {
+		allow(t, l, p)
+	}
+	if got := calls.n.Load() - before; got != 1 {
+		t.Fatalf("%d of 3 refusals reached Redis, want 1: only the third did not fit", got)
+	}
+	if n := len(l.refusals.m); n != 2 {
+		t.Fatalf("cache holds %d entries, bound is 2", n)
+	}
+}
+
+// TestReplicasRaceAndResetTogether: two replicas with refusal caches race for
+// one phone (exactly one admission), refuse from memory, and both admit again
+// as soon as the support desk resets the phone on one of them.
+func TestReplicasRaceAndResetTogether(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	a, _ := replica(t, rdb, prefix, 1000)
+	b, callsB := replica(t, rdb, prefix, 1000)
+	hot := phone("+14155550100")
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := a
+			if i%2 == 1 {
+				l = b
+			}
+			<-gate
+			for j := 0; j < 5; j++ {
+				d, err := l.Allow(context.Background(), ticket(), []otp.Subject{hot, ip(fmt.Sprintf("10.3.%d.%d", i, j))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	if n := admitted.Load(); n != 1 {
+		t.Fatalf("admitted %d of 1000 across two replicas, want exactly 1", n)
+	}
+	if len(b.refusals.m) == 0 {
+		t.Fatal("replica b cached no refusal")
+	}
+
+	if err := a.Reset(context.Background(), []otp.Subject{hot}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b.refusals.mu.RLock()
+		_, cached := b.refusals.m[b.key(hot)]
+		b.refusals.mu.RUnlock()
+		if !cached {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replica b still refuses from memory after a reset on a")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := callsB.n.Load()
+	if d := allow(t, b, hot, ip("10.9.9.9")); !d.Allowed {
+		t.Fatalf("after the reset replica b refused: %+v", d)
+	}
+	if callsB.n.Load() != before+1 {
+		t.Fatal("the admission after a reset must come from Redis")
+	}
+}
+
+func TestRefundReachesTheOtherReplica(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	a, _ := replica(t, rdb, prefix, 1000)
+	b, _ := replica(t, rdb, prefix, 1000)
+	hot := phone("+14155550100")
+	tk := ticket()
+	if d, err := a.Allow(context.Background(), tk, []otp.Subject{hot}); err != nil || !d.Allowed {
+		t.Fatal(err)
+	}
+	if d := allow(t, b, hot); d.Allowed {
+		t.Fatal("second admitted")
+	}
+	// The provider refused the text: a gives the quota back.
+	if err := a.Refund(context.Background(), tk, []otp.Subject{hot}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if d := allow(t, b, hot); d.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replica b never saw the refund")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
