@@ -45,6 +45,7 @@ type serverOpts struct {
 	messages       func(*otp.MessageConfig)
 	twilio         *api.TwilioWebhook
 	deliveries     otp.DeliveryLog
+	apiKeys        []api.APIKey
 }
 
 func newTestServer(t *testing.T, o serverOpts) *testServer {
@@ -56,7 +57,7 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	if auditLog == nil {
 		auditLog = audit.NewJSONLines(buf)
 	}
-	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5, Twilio: o.twilio},
+	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5, Twilio: o.twilio, APIKeys: o.apiKeys},
 		api.Deps{Service: svc.Service, AuditLog: auditLog, AuditReader: o.auditReader, Deliveries: o.deliveries,
 			Outbox: svc.Outbox, Checks: o.checks, Metrics: prometheus.NewRegistry()})
 	srv := httptest.NewServer(h)

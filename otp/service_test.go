@@ -587,3 +587,90 @@ func TestRacingIdempotentSendsTextOnce(t *testing.T) {
 		t.Fatalf("%d texts, want 1", n)
 	}
 }
+
+func TestPhonePolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy otp.PhonePolicy
+		phone  string
+		reason string // "" when allowed
+	}{
+		{"mobile allowed by default types", otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}}, "+447400123456", ""},
+		{"US numbers are fixed_line_or_mobile", otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}}, "+14155552671", ""},
+		{"premium rate refused", otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}}, "+449061234567", "type:premium_rate"},
+		{"toll free refused", otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}}, "+18005550199", "type:toll_free"},
+		{"landline refused", otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}}, "+442079460000", "type:fixed_line"},
+		{"no type policy", otp.PhonePolicy{}, "+442079460000", ""},
+		{"allowed countries", otp.PhonePolicy{AllowedCountries: []string{"US", "CA"}}, "+447400123456", "country:GB"},
+		{"allowed country", otp.PhonePolicy{AllowedCountries: []string{"US", "GB"}}, "+447400123456", ""},
+		{"denied country", otp.PhonePolicy{DeniedCountries: []string{"GB"}}, "+447400123456", "country:GB"},
+		{"denied wins", otp.PhonePolicy{AllowedCountries: []string{"GB"}, DeniedCountries: []string{"GB"}}, "+447400123456", "country:GB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.Policy = tt.policy }})
+			ctx := context.Background()
+			res, err := s.Send(ctx, sendReq(tt.phone, "198.51.100.130"))
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var e *otp.Error
+			if !errors.As(err, &e) || e.Code != otp.EPhoneNotAllowed || e.Fields["reason"] != tt.reason || res.Reason != tt.reason {
+				t.Fatalf("err %v %+v, want phone_not_allowed %s", err, e, tt.reason)
+			}
+			// Nothing was consumed: no limit or code key exists.
+			if keys := s.Redis.Keys(ctx, s.Prefix+"*").Val(); len(keys) != 0 {
+				t.Fatalf("a refused number wrote %v", keys)
+			}
+		})
+	}
+}
+
+func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
+	tests := []struct {
+		name   string
+		config func(*otp.Config)
+		phones []string // each from its own IP; the last is refused
+		scope  string
+	}{
+		{"country", func(c *otp.Config) { c.CountryRules = []otp.Rule{{Window: time.Minute, Max: 2}} },
+			[]string{"+447400123456", "+447400123457", "+447400123458"}, "country"},
+		{"prefix", func(c *otp.Config) {
+			c.PrefixRules = []otp.PrefixRules{{Digits: 7, Rules: []otp.Rule{{Window: time.Minute, Max: 2}}}}
+		}, []string{"+447400123456", "+447400199999", "+447400100000"}, "prefix"},
+		{"global", func(c *otp.Config) { c.GlobalRules = []otp.Rule{{Window: time.Minute, Max: 2}} },
+			[]string{"+447400123456", "+14155552671", "+4915123456789"}, "global"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := otptest.New(t, otptest.Options{Config: tt.config})
+			ctx := context.Background()
+			for i, p := range tt.phones {
+				_, err := s.Send(ctx, sendReq(p, fmt.Sprintf("198.51.100.%d", 140+i)))
+				last := i == len(tt.phones)-1
+				if !last && err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+				if last {
+					var e *otp.Error
+					if !errors.As(err, &e) || e.Code != otp.ERateLimited || e.Fields["scope"] != tt.scope {
+						t.Fatalf("last send: %v, want rate_limited scope %s", err, tt.scope)
+					}
+				}
+			}
+		})
+	}
+	// Another country and another range are other subjects.
+	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
+		c.CountryRules = []otp.Rule{{Window: time.Minute, Max: 1}}
+		c.PrefixRules = []otp.PrefixRules{{Digits: 5, Rules: []otp.Rule{{Window: time.Minute, Max: 1}}}}
+	}})
+	for i, p := range []string{"+447400123456", "+14155552671", "+4915123456789"} {
+		if _, err := s.Send(context.Background(), sendReq(p, fmt.Sprintf("198.51.100.%d", 150+i))); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func DefaultConfig() otp.Config {
 		CodeTTL:       10 * time.Minute,
 		MaxAttempts:   5,
 		SendTimeout:   time.Second,
+		Policy:        otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}},
 	}
 }
 
