@@ -209,3 +209,48 @@ func plusFromQuery(s string) string {
 	}
 	return s
 }
+
+type quarantineJSON struct {
+	Country   string `json:"country"`
+	ExpiresIn int64  `json:"expires_in"`
+	Sends     int    `json:"sends"`
+	Approvals int    `json:"approvals"`
+}
+
+// handleAdminQuarantines lists (GET) the countries the pumping guard holds
+// back, or lifts (DELETE ?country=GB) one, on every replica at once.
+func handleAdminQuarantines(q otp.Quarantines, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if q == nil {
+			return otp.Errorf(otp.ENotFound, "the pumping guard is off")
+		}
+		if c.Request().Method == http.MethodDelete {
+			country := strings.ToUpper(c.QueryParam("country"))
+			var err error
+			if !otp.ValidRegion(country) {
+				err = otp.Errorf(otp.EInvalidRequest, "country must be an ISO 3166-1 alpha-2 code such as \"GB\"")
+			} else if lerr := q.Lift(ctx, country); lerr != nil {
+				err = &otp.Error{Code: otp.EUnavailable, Message: "the quarantine could not be lifted", Err: lerr}
+			}
+			ev := adminEvent(c, "quarantine.lift:"+country)
+			ev.Outcome = outcomeOf(err, "ok")
+			record(ctx, auditLog, log, m, ev)
+			if err != nil {
+				return err
+			}
+		}
+		list, err := q.List(ctx)
+		if c.Request().Method == http.MethodGet {
+			auditAdmin(ctx, c, auditLog, log, m, "quarantine.list", "", err)
+		}
+		if err != nil {
+			return &otp.Error{Code: otp.EUnavailable, Message: "quarantines are temporarily unavailable", Err: err}
+		}
+		out := make([]quarantineJSON, len(list))
+		for i, qq := range list {
+			out[i] = quarantineJSON{Country: qq.Country, ExpiresIn: ceilSeconds(qq.Remaining), Sends: qq.Sends, Approvals: qq.Approvals}
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+}

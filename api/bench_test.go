@@ -41,8 +41,9 @@ import (
 //	accepted  smsgw's real server (wired like cmd/smsgw serveHTTP), every
 //	          request a fresh phone from a fresh IP: every one a 202 that runs
 //	          the limiter, the fake provider and the Postgres audit writer
-//	refused   the same server, one hot phone (a new one per attack): the
-//	          first request is a 202, every other one a 429
+//	refused   the same server, one hot phone from one hot client IP (new
+//	          ones per attack): the first request is a 202, every other one
+//	          a 429, answered from the replica's refusal cache
 //
 // The attacker is closed-loop: benchWorkers workers, each sending its next
 // request as soon as its last one is answered (vegeta rate 0, MaxWorkers), for
@@ -102,15 +103,15 @@ func benchIP() string {
 	return netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)}).String()
 }
 
-// benchTargeter sends POST /v1/otp/send for phone() from a fresh client IP.
-func benchTargeter(url string, phone func() string) vegeta.Targeter {
+// benchTargeter sends POST /v1/otp/send for phone() from client ip().
+func benchTargeter(url string, phone, ip func() string) vegeta.Targeter {
 	return func(t *vegeta.Target) error {
 		t.Method = http.MethodPost
 		t.URL = url + benchSendPath
 		t.Body = []byte(`{"phone":"` + phone() + `"}`)
 		t.Header = http.Header{
 			"Content-Type":    {"application/json"},
-			"X-Forwarded-For": {benchIP()},
+			"X-Forwarded-For": {ip()},
 		}
 		return nil
 	}
@@ -175,7 +176,7 @@ func BenchmarkHTTP(b *testing.B) {
 
 	// smsgw wired like serveHTTP in cmd/smsgw/run.go, with the defaults of
 	// config.toml and 127.0.0.0/8 trusted as a proxy.
-	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:"})
+	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", LocalRefusals: 100000})
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		DefaultRegion:  "US",
@@ -218,18 +219,16 @@ func BenchmarkHTTP(b *testing.B) {
 
 	results := map[string]benchScenarioResult{}
 	scenarios := []struct {
-		name  string
-		url   string
-		phone func() func() string // called once per attack
+		name string
+		url  string
+		// phone and ip are called once per attack for its generators.
+		phone, ip func() func() string
 		// check returns why the attack's status codes are wrong, or "".
 		check func(codes map[string]int, requests uint64) string
 	}{
-		{"bare", bareURL, func() func() string { return benchPhone }, benchAllStatus("202")},
-		{"accepted", smsgwURL, func() func() string { return benchPhone }, benchAllStatus("202")},
-		{"refused", smsgwURL, func() func() string {
-			hot := benchHotPhone()
-			return func() string { return hot }
-		}, func(codes map[string]int, requests uint64) string {
+		{"bare", bareURL, fresh(benchPhone), fresh(benchIP), benchAllStatus("202")},
+		{"accepted", smsgwURL, fresh(benchPhone), fresh(benchIP), benchAllStatus("202")},
+		{"refused", smsgwURL, hot(benchHotPhone), hot(benchIP), func(codes map[string]int, requests uint64) string {
 			if codes["202"] != 1 || uint64(codes["429"]) != requests-1 {
 				return "want exactly one 202 and 429 for the rest"
 			}
@@ -249,7 +248,7 @@ func BenchmarkHTTP(b *testing.B) {
 					vegeta.Workers(benchWorkers), vegeta.MaxWorkers(benchWorkers),
 					vegeta.Connections(benchWorkers), vegeta.KeepAlive(true),
 					vegeta.Timeout(30*time.Second))
-				for r := range atk.Attack(benchTargeter(sc.url, sc.phone()), vegeta.ConstantPacer{}, dur, sc.name) {
+				for r := range atk.Attack(benchTargeter(sc.url, sc.phone(), sc.ip()), vegeta.ConstantPacer{}, dur, sc.name) {
 					m.Add(r)
 					all.Add(r)
 				}
@@ -290,6 +289,19 @@ func BenchmarkHTTP(b *testing.B) {
 				logBenchTable(b, results, []string{"bare", "accepted", "refused"})
 			}
 		})
+	}
+}
+
+// fresh makes a generator of a new value every call.
+func fresh(next func() string) func() func() string {
+	return func() func() string { return next }
+}
+
+// hot makes a generator of one value, new for each attack.
+func hot(next func() string) func() func() string {
+	return func() func() string {
+		v := next()
+		return func() string { return v }
 	}
 }
 

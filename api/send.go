@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -72,6 +73,9 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		record(ctx, auditLog, log, m, ev)
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
+		} else if e, ok := err.(*otp.Error); ok && e.Code == otp.ERateLimited {
+			// A quarantined country: no window, but a known wait.
+			c.Response().Header().Set("Retry-After", strconv.FormatInt(e.Fields["retry_after"].(int64), 10))
 		}
 		if err != nil {
 			return err

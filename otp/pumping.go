@@ -28,3 +28,9 @@ type Quarantine struct {
 	Sends     int
 	Approvals int
 }
+
+// Quarantines is the support desk's view of the pumping guard.
+type Quarantines interface {
+	List(ctx context.Context) ([]Quarantine, error)
+	Lift(ctx context.Context, country string) error
+}

@@ -39,8 +39,10 @@ type Deps struct {
 	Sender      Sender
 	Codes       CodeStore
 	Idempotency IdempotencyStore
-	Secrets     *Secrets
-	Messages    *Messages
+	// Pumping may be nil: no guard.
+	Pumping  PumpingGuard
+	Secrets  *Secrets
+	Messages *Messages
 }
 
 // PrefixRules are windows counted per leading Digits digits of the E.164
@@ -143,6 +145,13 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
 	}
 
+	if s.Pumping != nil {
+		if wait, held := s.Pumping.Quarantined(phone.Country()); held {
+			res.Reason = "pumping"
+			return res, quarantined(wait)
+		}
+	}
+
 	subjects := s.SendSubjects(phone, req.ClientIP)
 	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
 	if err != nil {
@@ -192,7 +201,23 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	}
 	res.Receipt = receipt
 	res.ExpiresIn = s.cfg.CodeTTL
+	if s.Pumping != nil {
+		if err := s.Pumping.Sent(sendCtx, phone.Country()); err != nil {
+			s.log.WarnContext(ctx, "pumping guard did not count a send", "err", err)
+		}
+	}
 	return res, nil
+}
+
+// quarantined is the client error for a country the pumping guard holds
+// back: a 429 like a full limit, naming the country as its scope.
+func quarantined(wait time.Duration) *Error {
+	secs := int64((wait + time.Second - 1) / time.Second)
+	return &Error{
+		Code:    ERateLimited,
+		Message: fmt.Sprintf("texts to this country are paused for suspected SMS pumping; retry in %d s", secs),
+		Fields:  map[string]any{"scope": "country", "window": WindowLabel(wait.Round(time.Second)), "limit": 0, "retry_after": secs},
+	}
 }
 
 // claim takes the idempotency scope for this request, or returns the answer
@@ -350,6 +375,11 @@ func (s *Service) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, 
 	}
 	switch check {
 	case CodeApproved:
+		if s.Pumping != nil {
+			if err := s.Pumping.Approved(ctx, phone.Country()); err != nil {
+				s.log.WarnContext(ctx, "pumping guard did not count an approval", "err", err)
+			}
+		}
 		return res, nil
 	case CodeWrong:
 		res.AttemptsLeft = left

@@ -18,6 +18,7 @@ import (
 	"smsgw"
 	"smsgw/api"
 	"smsgw/otp"
+	"smsgw/pumping"
 )
 
 // Config mirrors config.toml.
@@ -112,6 +113,12 @@ type Config struct {
 	messages       *otp.Messages
 	prefixRules    []otp.PrefixRules
 	apiKeys        []api.APIKey
+}
+
+func (c *Config) pumping() pumping.Config {
+	p := c.Pumping
+	return pumping.Config{Mode: p.Mode, MinSends: p.MinSends, MinApprovalRatio: p.MinApprovalRatio,
+		Window: p.Window.Duration, Quarantine: p.Quarantine.Duration}
 }
 
 func (c *Config) policy() otp.PhonePolicy {
@@ -335,10 +342,8 @@ func (c *Config) validate() error {
 	if err := c.policy().Validate(); err != nil {
 		return err
 	}
-	switch c.Pumping.Mode {
-	case "off", "shadow", "enforce":
-	default:
-		return fmt.Errorf("pumping.mode: want off, shadow or enforce, got %q", c.Pumping.Mode)
+	if err := c.pumping().Validate(); err != nil {
+		return err
 	}
 	c.apiKeys = nil
 	names := map[string]bool{}

@@ -24,6 +24,7 @@ import (
 	"smsgw/migrations"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
+	"smsgw/pumping"
 	"smsgw/ratelimit"
 	"smsgw/sender/fake"
 )
@@ -154,6 +155,14 @@ type secrets struct {
 	httpSecret  string // SMSGW_HTTP_SECRET
 }
 
+// pumpingGuard keeps a nil *pumping.Guard from becoming a non-nil interface.
+func pumpingGuard(g *pumping.Guard) otp.PumpingGuard {
+	if g == nil {
+		return nil
+	}
+	return g
+}
+
 // deps is what serve and serveDev build differently; the rest is shared.
 type deps struct {
 	rdb         *redis.Client
@@ -235,6 +244,15 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
+	var guard *pumping.Guard
+	if cfg.Pumping.Mode != pumping.ModeOff {
+		guard = pumping.New(d.rdb, cfg.Redis.KeyPrefix, scripts, cfg.pumping(), log, reg)
+		go func() {
+			if err := guard.Run(runCtx); err != nil {
+				log.Error("pumping guard stopped", "err", err)
+			}
+		}()
+	}
 	svc := otp.NewService(otp.Config{
 		DefaultRegion: cfg.Phone.DefaultRegion,
 		IPv6Prefix:    cfg.Limits.IPv6Prefix,
@@ -254,6 +272,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		Sender:      prov.router,
 		Codes:       redisstore.New(d.rdb, cfg.Redis.KeyPrefix, scripts),
 		Idempotency: redisstore.NewIdempotency(d.rdb, cfg.Redis.KeyPrefix),
+		Pumping:     pumpingGuard(guard),
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
 	}, log)
@@ -261,6 +280,9 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		Checks: d.checks, Metrics: reg}
 	if prov.outbox != nil {
 		deps.Outbox = prov.outbox // a nil *fake.Provider in the interface would not be nil
+	}
+	if guard != nil {
+		deps.Quarantines = guard
 	}
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,

@@ -3,6 +3,7 @@
 package otptest
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -52,6 +53,9 @@ type Options struct {
 	Redis     *redis.Client  // default: the test Redis under a fresh prefix
 	Prefix    string         // with Redis: the key prefix (default "x:")
 	Secret    string         // default: Secret
+	// LocalRefusals sizes the limiter's refusal cache, kept in step over
+	// pub/sub as in the service (0: no cache).
+	LocalRefusals int
 }
 
 // Service is a test service and the parts a test looks into.
@@ -102,8 +106,15 @@ func New(t testing.TB, o Options) Service {
 		t.Fatal(err)
 	}
 	scripts := redisbatch.New(rdb, redisbatch.Options{})
+	limiter := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts, LocalRefusals: o.LocalRefusals})
+	if o.LocalRefusals > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { limiter.Run(ctx, rdb); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	svc := otp.NewService(cfg, otp.Deps{
-		Limiter:     ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts}),
+		Limiter:     limiter,
 		Sender:      router,
 		Codes:       redisstore.New(rdb, prefix, scripts),
 		Idempotency: redisstore.NewIdempotency(rdb, prefix),
