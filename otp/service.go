@@ -25,9 +25,9 @@ type Config struct {
 	PrefixRules  []PrefixRules
 	GlobalRules  []Rule
 	Policy       PhonePolicy
-	CodeLength    int
-	CodeTTL       time.Duration
-	MaxAttempts   int
+	CodeLength   int
+	CodeTTL      time.Duration
+	MaxAttempts  int
 	// SendTimeout bounds the provider call and the refund after it. Both
 	// outlive the client's request: once a text may go out, the flow finishes.
 	SendTimeout time.Duration
