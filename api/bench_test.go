@@ -30,6 +30,7 @@ import (
 	"smsgw/migrations"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
+	"smsgw/pumping"
 )
 
 // HTTP load on real servers on loopback, driven by vegeta's library in the
@@ -176,7 +177,9 @@ func BenchmarkHTTP(b *testing.B) {
 
 	// smsgw wired like serveHTTP in cmd/smsgw/run.go, with the defaults of
 	// config.toml and 127.0.0.0/8 trusted as a proxy.
-	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", LocalRefusals: 100000})
+	// As config.toml ships: refusal cache on, pumping guard in shadow mode.
+	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", LocalRefusals: 100000,
+		Pumping: &pumping.Config{Mode: pumping.ModeShadow, MinSends: 100, MinApprovalRatio: 0.1, Window: time.Hour, Quarantine: time.Hour}})
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		DefaultRegion:  "US",

@@ -15,6 +15,7 @@ import (
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
+	"smsgw/pumping"
 	"smsgw/ratelimit"
 	"smsgw/sender"
 	"smsgw/sender/fake"
@@ -56,6 +57,8 @@ type Options struct {
 	// LocalRefusals sizes the limiter's refusal cache, kept in step over
 	// pub/sub as in the service (0: no cache).
 	LocalRefusals int
+	// Pumping, when set, runs a pumping guard.
+	Pumping *pumping.Config
 }
 
 // Service is a test service and the parts a test looks into.
@@ -113,8 +116,18 @@ func New(t testing.TB, o Options) Service {
 		go func() { limiter.Run(ctx, rdb); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
+	var guard otp.PumpingGuard
+	if o.Pumping != nil {
+		g := pumping.New(rdb, prefix, scripts, *o.Pumping, nil, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { g.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		guard = g
+	}
 	svc := otp.NewService(cfg, otp.Deps{
 		Limiter:     limiter,
+		Pumping:     guard,
 		Sender:      router,
 		Codes:       redisstore.New(rdb, prefix, scripts),
 		Idempotency: redisstore.NewIdempotency(rdb, prefix),
