@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/otp"
@@ -41,7 +42,8 @@ func (d *Deliveries) Report(ctx context.Context, r otp.DeliveryReport) error {
 }
 
 // applyEarlyReceipts gives rows just written the receipts that arrived
-// before them.
+// before them. Almost always there are none: one indexed look-up finds that
+// out, and only the few message ids that have receipts are updated.
 func applyEarlyReceipts(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
 	var ids []string
 	for _, e := range events {
@@ -52,7 +54,18 @@ func applyEarlyReceipts(ctx context.Context, pool *pgxpool.Pool, events []otp.Au
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := pool.Exec(ctx, `
+	rows, err := pool.Query(ctx, `SELECT DISTINCT message_id FROM delivery_receipts WHERE message_id = ANY($1)`, ids)
+	if err != nil {
+		return fmt.Errorf("audit: early receipts: %w", err)
+	}
+	early, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("audit: early receipts: %w", err)
+	}
+	if len(early) == 0 {
+		return nil
+	}
+	_, err = pool.Exec(ctx, `
 		UPDATE audit_log a
 		SET delivery_status = r.status, delivery_error_code = r.error_code, delivery_updated_at = r.received_at
 		FROM (
@@ -61,7 +74,8 @@ func applyEarlyReceipts(ctx context.Context, pool *pgxpool.Pool, events []otp.Au
 			WHERE message_id = ANY($1)
 			ORDER BY provider, message_id, smsgw_delivery_rank(status) DESC, received_at DESC
 		) r
-		WHERE a.provider = r.provider AND a.provider_message_id = r.message_id AND a.delivery_status IS NULL`, ids)
+		WHERE a.provider_message_id = ANY($1)
+		  AND a.provider = r.provider AND a.provider_message_id = r.message_id AND a.delivery_status IS NULL`, early)
 	if err != nil {
 		return fmt.Errorf("audit: apply early receipts: %w", err)
 	}
