@@ -4,6 +4,7 @@
 -- ARGV[1]  now in ms, or "" for Redis TIME (only tests pass a clock)
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  window_ms
+-- ARGV[4]  how many approvals to count
 --
 -- sent.lua drops the buckets that left the window; this drops them too once
 -- the hash holds more than a window's worth, so a country that only ever
@@ -19,7 +20,7 @@ local bucket, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cur = math.floor(now / bucket)
 local n = math.ceil(window / bucket)
 
-redis.call('HINCRBY', KEYS[1], 'a' .. cur, 1)
+redis.call('HINCRBY', KEYS[1], 'a' .. cur, tonumber(ARGV[4]))
 redis.call('PEXPIRE', KEYS[1], 2 * window)
 
 if redis.call('HLEN', KEYS[1]) > 2 * n then

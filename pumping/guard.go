@@ -53,6 +53,11 @@ const bucket = time.Minute
 // refreshEvery reloads the quarantines from Redis in case a message was lost.
 const refreshEvery = 10 * time.Second
 
+// gatherFor is how long, while Run runs, a replica gathers counts in memory
+// before writing them: a flood of texts costs Redis one call per country per
+// period instead of one per text, and the guard reacts at most this late.
+const gatherFor = 50 * time.Millisecond
+
 // Config is the [pumping] section of the configuration.
 type Config struct {
 	Mode string
@@ -117,6 +122,17 @@ type Guard struct {
 	refresh time.Duration
 	// reloads counts the reloads done, so tests know one has happened.
 	reloads atomic.Int64
+
+	// While gathering (Run is running), Sent and Approved only count here.
+	gathering atomic.Bool
+	pmu       sync.Mutex
+	pending   map[tally]int64
+}
+
+// tally is a country's sends (approved false) or approvals, as gathered.
+type tally struct {
+	country  string
+	approved bool
 }
 
 // hold is a country's local state. A lift leaves a zero until, so that a
@@ -150,6 +166,7 @@ func New(rdb redis.UniversalClient, prefix string, scripts Scripts, cfg Config, 
 		}, []string{"country", "mode"}),
 	}
 	g.held.Store(&map[string]hold{})
+	g.pending = map[tally]int64{}
 	if reg != nil {
 		reg.MustRegister(g.trips, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "smsgw_pumping_quarantined_countries",
@@ -216,17 +233,54 @@ func (g *Guard) local() []string {
 // Sent counts a text and, in the same script, trips the country when its
 // window is bad. The replica that trips it tells the others.
 func (g *Guard) Sent(ctx context.Context, c string) error {
+	return g.count(ctx, tally{country: country(c)})
+}
+
+// count writes a tally at once, or gathers it while Run runs.
+func (g *Guard) count(ctx context.Context, t tally) error {
 	if g.cfg.Mode == ModeOff {
 		return nil
 	}
-	c = country(c)
+	if g.gathering.Load() {
+		g.pmu.Lock()
+		g.pending[t]++
+		g.pmu.Unlock()
+		return nil
+	}
+	if t.approved {
+		return g.writeApprovals(ctx, t.country, 1)
+	}
+	return g.writeSends(ctx, t.country, 1)
+}
+
+// flush writes what was gathered.
+func (g *Guard) flush(ctx context.Context) {
+	g.pmu.Lock()
+	pending := g.pending
+	g.pending = make(map[tally]int64, len(pending))
+	g.pmu.Unlock()
+	for t, n := range pending {
+		var err error
+		if t.approved {
+			err = g.writeApprovals(ctx, t.country, n)
+		} else {
+			err = g.writeSends(ctx, t.country, n)
+		}
+		if err != nil {
+			g.log.Warn("pumping: counts not written", "country", t.country, "approved", t.approved, "n", n, "err", err)
+		}
+	}
+}
+
+// writeSends counts n texts to country c and trips the guard when due.
+func (g *Guard) writeSends(ctx context.Context, c string, n int64) error {
 	hk := g.holdKey(c)
 	if g.cfg.Mode == ModeShadow {
 		hk = g.shadowKey(c)
 	}
 	vals, err := g.scripts.Run(ctx, sentScript, []string{g.countsKey(c), hk},
 		g.clock(), ms(bucket), ms(g.cfg.Window), g.cfg.MinSends,
-		strconv.FormatFloat(g.cfg.MinApprovalRatio, 'g', -1, 64), ms(g.cfg.Quarantine)).Int64Slice()
+		strconv.FormatFloat(g.cfg.MinApprovalRatio, 'g', -1, 64), ms(g.cfg.Quarantine), n).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: sent: %w", err)
 	}
@@ -276,11 +330,12 @@ func (g *Guard) remaining(pttl time.Duration) time.Duration {
 
 // Approved counts an approved code.
 func (g *Guard) Approved(ctx context.Context, c string) error {
-	if g.cfg.Mode == ModeOff {
-		return nil
-	}
-	err := g.scripts.Run(ctx, approvedScript, []string{g.countsKey(country(c))},
-		g.clock(), ms(bucket), ms(g.cfg.Window)).Err()
+	return g.count(ctx, tally{country: country(c), approved: true})
+}
+
+func (g *Guard) writeApprovals(ctx context.Context, c string, n int64) error {
+	err := g.scripts.Run(ctx, approvedScript, []string{g.countsKey(c)},
+		g.clock(), ms(bucket), ms(g.cfg.Window), n).Err()
 	if err != nil {
 		return fmt.Errorf("pumping: approved: %w", err)
 	}
@@ -323,9 +378,26 @@ func (g *Guard) replace(fresh map[string]time.Time, start time.Time) {
 // every refresh period in case one was lost anyway. Only enforce mode needs
 // it; the other modes wait for ctx.
 func (g *Guard) Run(ctx context.Context) error {
-	if g.cfg.Mode != ModeEnforce {
+	if g.cfg.Mode == ModeOff {
 		<-ctx.Done()
 		return nil
+	}
+	g.gathering.Store(true)
+	defer func() {
+		g.gathering.Store(false)
+		g.flush(context.WithoutCancel(ctx))
+	}()
+	gather := time.NewTicker(gatherFor)
+	defer gather.Stop()
+	if g.cfg.Mode != ModeEnforce {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-gather.C:
+				g.flush(ctx)
+			}
+		}
 	}
 	ps := g.rdb.Subscribe(ctx, g.channel())
 	defer ps.Close()
@@ -336,6 +408,8 @@ func (g *Guard) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-gather.C:
+			g.flush(ctx)
 		case <-tick.C:
 			g.reload(ctx)
 		case m, ok := <-msgs:

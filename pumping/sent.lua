@@ -13,6 +13,7 @@
 -- ARGV[4]  min_sends
 -- ARGV[5]  min approval ratio, exact as Go's shortest formatting
 -- ARGV[6]  hold_ms
+-- ARGV[7]  how many texts to count (a replica gathers them for a moment)
 --
 -- The window is its last window_ms / bucket_ms buckets, the current one
 -- included. It trips when sends >= min_sends and approvals / sends < ratio:
@@ -35,7 +36,7 @@ local bucket, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cur = math.floor(now / bucket)
 local oldest = cur - math.ceil(window / bucket) + 1
 
-redis.call('HINCRBY', KEYS[1], 's' .. cur, 1)
+redis.call('HINCRBY', KEYS[1], 's' .. cur, tonumber(ARGV[7]))
 redis.call('PEXPIRE', KEYS[1], 2 * window)
 
 local held = redis.call('PTTL', KEYS[2])
