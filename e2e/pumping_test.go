@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 const pumpingConfig = `
@@ -83,9 +84,17 @@ func TestPumpingGetsQuarantined(t *testing.T) {
 			t.Fatalf("pumped text %d answered %d before the guard tripped", i, st)
 		}
 	}
-	// The 20th send tripped it: both replicas now hold GB back.
-	for _, p := range []*process{a, b} {
-		r := post(t, p.URL+"/v1/otp/send", `{"phone": "+447400200000"}`, map[string]string{"X-Forwarded-For": "192.0.2.200"})
+	// The 20th send trips it once the replica writes its gathered counts
+	// (within 50 ms); then both replicas hold GB back.
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(string(adminCall(t, a, http.MethodGet, "/v1/admin/quarantines").Raw), `"GB"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("GB was never quarantined")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i, p := range []*process{a, b} {
+		r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+44740020000%d"}`, i), map[string]string{"X-Forwarded-For": "192.0.2.200"})
 		if r.Status != 429 || r.ErrorField("scope") != "country" || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("GB after the trip: %d %s %v", r.Status, r.Raw, r.Header)
 		}
@@ -125,9 +134,13 @@ func TestPumpingShadowModeChangesNothing(t *testing.T) {
 			t.Fatalf("shadow mode refused text %d: %d", i, st)
 		}
 	}
-	m := get(t, p.URL+"/metrics")
-	if !strings.Contains(string(m.Raw), `smsgw_pumping_trips_total{country="GB",mode="shadow"} 1`) {
-		t.Fatalf("shadow trip not counted:\n%s", grepLines(string(m.Raw), "pumping"))
+	const trip = `smsgw_pumping_trips_total{country="GB",mode="shadow"} 1`
+	deadline := time.Now().Add(2 * time.Second)
+	for m := get(t, p.URL+"/metrics"); !strings.Contains(string(m.Raw), trip); m = get(t, p.URL+"/metrics") {
+		if time.Now().After(deadline) {
+			t.Fatalf("shadow trip not counted:\n%s", grepLines(string(m.Raw), "pumping"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if q := adminCall(t, p, http.MethodGet, "/v1/admin/quarantines"); strings.TrimSpace(string(q.Raw)) != "[]" {
 		t.Fatalf("shadow mode quarantined: %s", q.Raw)
