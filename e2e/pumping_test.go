@@ -110,8 +110,13 @@ func TestPumpingGetsQuarantined(t *testing.T) {
 	if r := adminCall(t, b, http.MethodDelete, "/v1/admin/quarantines?country=GB"); r.Status != 200 {
 		t.Fatalf("lift: %d %s", r.Status, r.Raw)
 	}
-	if st := pump(t, a, 100, 1); st[0] != 202 {
-		t.Fatalf("GB on the other replica after the lift: %d", st[0])
+	// The lift reaches the other replica over pub/sub, within a moment.
+	deadline = time.Now().Add(time.Second)
+	for st := pump(t, a, 100, 1); st[0] != 202; st = pump(t, a, 100, 1) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GB on the other replica after the lift: %d", st[0])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	a.stop(t)
 	b.stop(t)
@@ -121,8 +126,8 @@ func TestPumpingGetsQuarantined(t *testing.T) {
 			pumping++
 		}
 	}
-	if pumping != 2 {
-		t.Fatalf("%d audit rows with reason pumping, want 2", pumping)
+	if pumping < 2 {
+		t.Fatalf("%d audit rows with reason pumping, want at least the 2 refusals", pumping)
 	}
 }
 
