@@ -44,4 +44,5 @@ dev:
 	$(GO) run ./cmd/smsgw -dev
 
 bench: services
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit ./api
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit
+	$(GO) test -run '^$$' -bench . -benchtime 1x -v ./api | grep -v '^=== '

@@ -50,18 +50,16 @@ import (
 // request as soon as its last one is answered (vegeta rate 0, MaxWorkers), for
 // the attack duration; that saturates 2 cores.
 //
-// b.N is not a number of requests. Each scenario is a sub-benchmark whose
-// b.Loop iterations are whole attacks of a fixed duration, so with the usual
-// -benchtime (shorter than an attack) each scenario is one attack, and a
-// longer -benchtime runs more attacks. One "op" in the reported metrics is one
-// HTTP request: ns/op is wall time per request (1/throughput), B/op and
-// allocs/op are the whole process's (client and server) per request.
-//
-// SMSGW_BENCH_ATTACK sets the attack duration (a Go duration, default 3s).
+// b.N is not a number of requests: one b.Loop iteration runs SMSGW_BENCH_ROUNDS
+// rounds (default 3), each one attack of SMSGW_BENCH_ATTACK (default 2s) per
+// scenario, in turn. The metrics are per scenario: req/s over all rounds, p99
+// of the last round, and x-bare, the median over the rounds of the scenario's
+// throughput divided by the bare run's in the same round. Run it with
+// -benchtime 1x; ns/op is meaningless here.
 
 const (
 	benchWorkers       = 64
-	benchDefaultAttack = 3 * time.Second
+	benchDefaultAttack = 2 * time.Second
 	benchAttackEnv     = "SMSGW_BENCH_ATTACK"
 	benchSendPath      = "/v1/otp/send"
 	benchAuditDrain    = time.Minute
@@ -238,61 +236,87 @@ func BenchmarkHTTP(b *testing.B) {
 			return ""
 		}},
 	}
-	for _, sc := range scenarios {
-		b.Run(sc.name, func(b *testing.B) {
-			var all vegeta.Metrics
-			var res benchScenarioResult
-			var mallocs, bytes uint64
-			for b.Loop() {
+	// Rounds interleave the scenarios (bare, accepted, refused, bare, ...) so
+	// that the machine's drift from minute to minute, which on a shared
+	// 2-core machine is larger than the differences measured, hits every
+	// scenario alike; each round gives a ratio to its own bare run, and the
+	// median of those is reported.
+	rounds := benchRounds(b)
+	ratios := map[string][]float64{}
+	for b.Loop() {
+		for round := 0; round < rounds; round++ {
+			var bareRate float64
+			for _, sc := range scenarios {
 				var m vegeta.Metrics
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
 				atk := vegeta.NewAttacker(
 					vegeta.Workers(benchWorkers), vegeta.MaxWorkers(benchWorkers),
 					vegeta.Connections(benchWorkers), vegeta.KeepAlive(true),
 					vegeta.Timeout(30*time.Second))
 				for r := range atk.Attack(benchTargeter(sc.url, sc.phone(), sc.ip()), vegeta.ConstantPacer{}, dur, sc.name) {
 					m.Add(r)
-					all.Add(r)
 				}
 				m.Close()
-				runtime.ReadMemStats(&after)
-				mallocs += after.Mallocs - before.Mallocs
-				bytes += after.TotalAlloc - before.TotalAlloc
 				if m.Requests == 0 {
 					b.Fatal("the attack sent no request")
 				}
 				if why := sc.check(m.StatusCodes, m.Requests); why != "" {
 					b.Fatalf("%s: %d requests, status codes %v: %s; errors: %v", sc.name, m.Requests, m.StatusCodes, why, benchFirstN(m.Errors, 5))
 				}
+				res := results[sc.name]
 				res.requests += m.Requests
 				res.wall += m.Duration + m.Wait
+				res.lat = m.Latencies // the last round's percentiles
+				if res.codes == nil {
+					res.codes = map[string]int{}
+				}
+				for c, n := range m.StatusCodes {
+					res.codes[c] += n
+				}
+				results[sc.name] = res
+				rate := float64(m.Requests) / (m.Duration + m.Wait).Seconds()
+				if sc.name == "bare" {
+					bareRate = rate
+				} else {
+					ratios[sc.name] = append(ratios[sc.name], rate/bareRate)
+				}
 				if sc.url == smsgwURL {
 					audited += int(m.Requests)
 					waitForAudit(b)
 				}
 			}
-			all.Close()
-			res.lat, res.codes = all.Latencies, all.StatusCodes
-			results[sc.name] = res
-
-			b.ReportMetric(res.rate(), "req/s")
-			b.ReportMetric(benchMS(res.lat.P50), "p50-ms")
-			b.ReportMetric(benchMS(res.lat.P99), "p99-ms")
-			for code, n := range res.codes {
-				b.ReportMetric(float64(n), "status-"+code)
-			}
-			b.ReportMetric(1e9/res.rate(), "ns/op")
-			b.ReportMetric(float64(bytes)/float64(res.requests), "B/op")
-			b.ReportMetric(float64(mallocs)/float64(res.requests), "allocs/op")
-			if base, ok := results["bare"]; ok && sc.name != "bare" {
-				b.ReportMetric(res.rate()/base.rate(), "x-bare")
-			}
-			if len(results) == len(scenarios) {
-				logBenchTable(b, results, []string{"bare", "accepted", "refused"})
-			}
-		})
+		}
 	}
+	for _, sc := range scenarios {
+		r := results[sc.name]
+		b.ReportMetric(r.rate(), sc.name+"-req/s")
+		b.ReportMetric(benchMS(r.lat.P99), sc.name+"-p99-ms")
+		if sc.name != "bare" {
+			b.ReportMetric(median(ratios[sc.name]), sc.name+"-x-bare")
+		}
+	}
+	logBenchTable(b, results, ratios, []string{"bare", "accepted", "refused"})
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// benchRounds is SMSGW_BENCH_ROUNDS (default 3).
+func benchRounds(b *testing.B) int {
+	s := os.Getenv("SMSGW_BENCH_ROUNDS")
+	if s == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("SMSGW_BENCH_ROUNDS=%q: want a positive number", s)
+	}
+	return n
 }
 
 // fresh makes a generator of a new value every call.
@@ -317,11 +341,10 @@ func benchAllStatus(code string) func(map[string]int, uint64) string {
 	}
 }
 
-func logBenchTable(b *testing.B, results map[string]benchScenarioResult, order []string) {
+func logBenchTable(b *testing.B, results map[string]benchScenarioResult, ratios map[string][]float64, order []string) {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d workers, GOMAXPROCS=%d\n", benchWorkers, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(&sb, "%-9s %9s %8s %8s %7s  %s\n", "scenario", "req/s", "p50-ms", "p99-ms", "x-bare", "status codes")
-	base := results["bare"].rate()
+	fmt.Fprintf(&sb, "%d workers, GOMAXPROCS=%d, rounds interleaved; x-bare is the median of the rounds' ratios\n", benchWorkers, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&sb, "%-9s %9s %8s %8s %7s  %-20s %s\n", "scenario", "req/s", "p50-ms", "p99-ms", "x-bare", "rounds", "status codes")
 	for _, name := range order {
 		r := results[name]
 		codes := make([]string, 0, len(r.codes))
@@ -329,7 +352,14 @@ func logBenchTable(b *testing.B, results map[string]benchScenarioResult, order [
 			codes = append(codes, c+":"+strconv.Itoa(n))
 		}
 		slices.Sort(codes)
-		fmt.Fprintf(&sb, "%-9s %9.0f %8.2f %8.2f %7.2f  %s\n", name, r.rate(), benchMS(r.lat.P50), benchMS(r.lat.P99), r.rate()/base, strings.Join(codes, " "))
+		x, each := 1.0, ""
+		if name != "bare" {
+			x = median(ratios[name])
+			for _, v := range ratios[name] {
+				each += fmt.Sprintf("%.2f ", v)
+			}
+		}
+		fmt.Fprintf(&sb, "%-9s %9.0f %8.2f %8.2f %7.2f  %-20s %s\n", name, r.rate(), benchMS(r.lat.P50), benchMS(r.lat.P99), x, each, strings.Join(codes, " "))
 	}
 	b.Log("\n" + sb.String())
 }
