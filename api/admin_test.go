@@ -55,7 +55,10 @@ func postgresAudit(t *testing.T) pgAudit {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	w := audit.NewWriter(pool, audit.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w, err := audit.NewWriter(pool, audit.Options{SpoolDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { w.Close(context.Background()) })
 	return pgAudit{writer: w, reader: audit.NewReader(pool), pool: pool}
 }

@@ -164,7 +164,11 @@ func BenchmarkHTTP(b *testing.B) {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := prometheus.NewRegistry()
-	writer := audit.NewWriter(pool, audit.Options{Metrics: reg}, log)
+	// Durable before answered, with a spool, as the service runs it.
+	writer, err := audit.NewWriter(pool, audit.Options{Metrics: reg, SpoolDir: b.TempDir()}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

@@ -3,10 +3,11 @@ package api
 import "github.com/prometheus/client_golang/prometheus"
 
 type httpMetrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	outcomes *prometheus.CounterVec
-	receipts *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	outcomes  *prometheus.CounterVec
+	receipts  *prometheus.CounterVec
+	unaudited prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -25,6 +26,9 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Name: "smsgw_delivery_receipts_total", Help: "Delivery receipts by status; forged and invalid ones too.",
 		}, []string{"status"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.outcomes, m.receipts)
+	m.unaudited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "smsgw_requests_unanswered_total", Help: "Requests dropped unanswered because their audit row could not be made durable.",
+	})
+	reg.MustRegister(m.requests, m.duration, m.outcomes, m.receipts, m.unaudited)
 	return m
 }

@@ -99,7 +99,7 @@ func recoverPanics(log *slog.Logger) echo.MiddlewareFunc {
 			defer func() {
 				if r := recover(); r != nil {
 					if r == http.ErrAbortHandler {
-						panic(r)
+						panic(r) // net/http drops the connection quietly
 					}
 					log.ErrorContext(c.Request().Context(), "panic in handler", "request_id", requestID(c), "panic", r)
 					err = echo.NewHTTPError(http.StatusInternalServerError)

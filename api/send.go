@@ -60,6 +60,12 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 			return err
 		}
 
+		if err := auditLog.Accepting(); err != nil {
+			// The audit spool is at its cap: fail closed, text nobody.
+			ev.Outcome, ev.Reason = otp.EUnavailable, "audit_spool_full"
+			record(ctx, auditLog, log, m, ev)
+			return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: err}
+		}
 		res, err := svc.Send(ctx, otp.SendRequest{
 			Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
 			ClientIP: ev.ClientIP, IdempotencyKey: key,
@@ -126,14 +132,18 @@ func outcomeOf(err error, success string) string {
 	}
 }
 
-// record hands the event to the audit log. The response does not wait for
-// Postgres; the log keeps the row until it is stored.
+// record makes the request's audit row durable before the request is
+// answered. If it cannot be, the request is not answered at all: the
+// connection is dropped, so no client ever holds an answer the audit trail
+// does not show.
 func record(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) {
 	m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 	// The row must be taken even if the client has gone.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := auditLog.Record(rctx, ev); err != nil {
-		log.ErrorContext(ctx, "audit row not recorded", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
+		log.ErrorContext(ctx, "audit row not durable: dropping the request unanswered", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
+		m.unaudited.Inc()
+		panic(http.ErrAbortHandler)
 	}
 }

@@ -35,6 +35,9 @@ type jsonRow struct {
 	APIKey            string    `json:"api_key,omitempty"`
 }
 
+// Accepting is always nil: stderr does not fill up.
+func (j *JSONLines) Accepting() error { return nil }
+
 // Record writes e as one line.
 func (j *JSONLines) Record(_ context.Context, e otp.AuditEvent) error {
 	row := jsonRow{Audit: "audit_log", ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome,

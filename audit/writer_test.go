@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +49,27 @@ func newPool(t *testing.T, dsn string) *pgxpool.Pool {
 	return pool
 }
 
+// proxied is a migrated database reached through a proxy the test can cut,
+// as if Postgres went down, and a direct pool to count what arrived.
+func proxied(t *testing.T) (through *pgxpool.Pool, direct *pgxpool.Pool, proxy *testenv.Proxy) {
+	t.Helper()
+	dsn := newDatabase(t)
+	u, _ := url.Parse(dsn)
+	proxy = testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	return newPool(t, u.String()), newPool(t, dsn), proxy
+}
+
+func newWriter(t *testing.T, pool *pgxpool.Pool, o audit.Options) *audit.Writer {
+	t.Helper()
+	w, err := audit.NewWriter(pool, o, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(context.Background()) })
+	return w
+}
+
 func event(i int) otp.AuditEvent {
 	return otp.AuditEvent{
 		ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend, Outcome: otp.OutcomeSent,
@@ -70,6 +93,7 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 	pool := newPool(t, newDatabase(t))
 	ctx := context.Background()
 	full := event(1)
+	full.APIKey = "web"
 	bare := otp.AuditEvent{ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend, Outcome: otp.EInvalidPhone, RequestID: "req-2"}
 	if err := audit.Write(ctx, pool, []otp.AuditEvent{full}); err != nil {
 		t.Fatal(err)
@@ -85,14 +109,14 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 	if n := count(t, pool); n != 2 {
 		t.Fatalf("%d rows, want 2", n)
 	}
-	var phone, ip, provider, msgID, reason *string
-	err := pool.QueryRow(ctx, `SELECT phone_e164, host(client_ip), provider, provider_message_id, reason FROM audit_log WHERE id = $1`, full.ID).
-		Scan(&phone, &ip, &provider, &msgID, &reason)
+	var phone, ip, provider, msgID, reason, key *string
+	err := pool.QueryRow(ctx, `SELECT phone_e164, host(client_ip), provider, provider_message_id, reason, api_key FROM audit_log WHERE id = $1`, full.ID).
+		Scan(&phone, &ip, &provider, &msgID, &reason, &key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *phone != "+14155552671" || *ip != "2001:db8::7" || *provider != "fake" || *msgID != "FAKE1" || reason != nil {
-		t.Fatalf("row: %v %v %v %v %v", *phone, *ip, *provider, *msgID, reason)
+	if *phone != "+14155552671" || *ip != "2001:db8::7" || *provider != "fake" || *msgID != "FAKE1" || reason != nil || *key != "web" {
+		t.Fatalf("row: %v %v %v %v %v %v", *phone, *ip, *provider, *msgID, reason, *key)
 	}
 	err = pool.QueryRow(ctx, `SELECT phone_e164, host(client_ip), provider FROM audit_log WHERE id = $1`, bare.ID).Scan(&phone, &ip, &provider)
 	if err != nil {
@@ -103,83 +127,217 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestWriterFlushesEveryRowOnClose(t *testing.T) {
+// TestRecordIsDurableOnReturn: Record returns only when the row is in
+// Postgres, and concurrent rows share writes.
+func TestRecordIsDurableOnReturn(t *testing.T) {
 	pool := newPool(t, newDatabase(t))
-	w := audit.NewWriter(pool, audit.Options{BatchSize: 100}, quiet)
-	const n = 5000
+	w := newWriter(t, pool, audit.Options{BatchSize: 100, SpoolDir: t.TempDir()})
+	const n = 2000
 	var wg sync.WaitGroup
-	for g := 0; g < 10; g++ {
+	for g := 0; g < 20; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < n/10; i++ {
-				if err := w.Record(context.Background(), event(g*n+i)); err != nil {
+			for i := 0; i < n/20; i++ {
+				e := event(g*n + i)
+				if err := w.Record(context.Background(), e); err != nil {
 					t.Error(err)
+					return
+				}
+				var found bool
+				if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found); err != nil || !found {
+					t.Errorf("row %s not in Postgres when Record returned (%v)", e.ID, err)
+					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if got := count(t, pool); got != n {
-		t.Fatalf("%d rows after Close, want %d", got, n)
+		t.Fatalf("%d rows, want %d", got, n)
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Record(context.Background(), event(0)); err != audit.ErrClosed {
 		t.Fatalf("Record after Close: %v", err)
 	}
 }
 
-func TestWriterKeepsRowsWhilePostgresIsDown(t *testing.T) {
-	dsn := newDatabase(t)
-	u, _ := url.Parse(dsn)
-	proxy := testenv.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	pool := newPool(t, u.String())
-	w := audit.NewWriter(pool, audit.Options{}, quiet)
-
-	direct := newPool(t, dsn)
-	proxy.Cut()
-	for i := 0; i < 50; i++ {
-		if err := w.Record(context.Background(), event(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(300 * time.Millisecond) // a few failed attempts
-	if n := count(t, direct); n != 0 {
-		t.Fatalf("%d rows written through a cut connection", n)
-	}
-	proxy.Heal()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.Close(ctx); err != nil {
+// TestPostgresOutageSpoolsAndReplays: with Postgres cut off, Record still
+// returns promptly (rows fsynced to the spool); when Postgres is back the
+// spool is replayed in full, once, and writing goes back to Postgres.
+func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
+	through, direct, proxy := proxied(t)
+	dir := t.TempDir()
+	w := newWriter(t, through, audit.Options{SpoolDir: dir, WriteTimeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	if err := w.Record(ctx, event(0)); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, direct); n != 50 {
-		t.Fatalf("%d rows after Postgres came back, want 50", n)
+	proxy.Cut()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < 10; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				if err := w.Record(ctx, event(1+g*30+i)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("300 rows took %v with Postgres down", el)
+	}
+	if n := count(t, direct); n != 1 {
+		t.Fatalf("%d rows reached Postgres through a cut connection", n)
+	}
+	if w.Accepting() != nil {
+		t.Fatal("a small spool refuses sends")
+	}
+	proxy.Heal()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, direct) != 301 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows after Postgres came back, want 301", count(t, direct))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The spool is gone and new rows go straight to Postgres again.
+	deadline = time.Now().Add(5 * time.Second)
+	for spoolFiles(t, dir) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("spool segments left after replay")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := event(999)
+	if err := w.Record(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	direct.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found)
+	if !found {
+		t.Fatal("after the replay, a row did not go to Postgres directly")
 	}
 }
 
-func TestCloseGivesUpAtItsDeadline(t *testing.T) {
-	dsn := newDatabase(t)
-	u, _ := url.Parse(dsn)
-	proxy := testenv.NewProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	w := audit.NewWriter(newPool(t, u.String()), audit.Options{}, quiet)
+func spoolFiles(t *testing.T, dir string) int {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "spool-*.log"))
+	return len(m)
+}
+
+// TestSpoolSurvivesARestart: rows spooled by one writer that never saw
+// Postgres again are replayed by the next one, exactly once; a torn last
+// line (a crash mid-write, never acknowledged) is skipped.
+func TestSpoolSurvivesARestart(t *testing.T) {
+	through, direct, proxy := proxied(t)
+	dir := t.TempDir()
 	proxy.Cut()
-	if err := w.Record(context.Background(), event(1)); err != nil {
+	first, err := audit.NewWriter(through, audit.Options{SpoolDir: dir, WriteTimeout: 50 * time.Millisecond}, quiet)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var ids []string
+	for i := 0; i < 50; i++ {
+		e := event(i)
+		ids = append(ids, e.ID)
+		if err := first.Record(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := audit.NewWriter(through, audit.Options{SpoolDir: dir}, quiet); err == nil {
+		t.Fatal("a second writer took a spool directory in use")
+	}
+	first.Close(context.Background())
+	// A crash in the middle of an append leaves a torn line.
+	segs, _ := filepath.Glob(filepath.Join(dir, "spool-*.log"))
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`1234abcd {"id":"torn`)
+	f.Close()
+
+	proxy.Heal()
+	newWriter(t, through, audit.Options{SpoolDir: dir})
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, direct) < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows replayed after the restart, want 50", count(t, direct))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := count(t, direct); n != 50 {
+		t.Fatalf("%d rows, want exactly 50", n)
+	}
+	var n int
+	direct.QueryRow(context.Background(), "SELECT count(*) FROM audit_log WHERE id = ANY($1)", ids).Scan(&n)
+	if n != 50 {
+		t.Fatalf("%d of the spooled ids stored", n)
+	}
+}
+
+// TestFullSpoolFailsClosed: at the cap, Accepting refuses (sends stop) while
+// the rows of the requests refused meanwhile still fit; past the hard cap
+// Record fails and nothing is acknowledged that is not stored.
+func TestFullSpoolFailsClosed(t *testing.T) {
+	through, _, proxy := proxied(t)
+	proxy.Cut()
+	w := newWriter(t, through, audit.Options{SpoolDir: t.TempDir(), SpoolMaxBytes: 20 << 10, WriteTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	i := 0
+	for ; w.Accepting() == nil; i++ {
+		if err := w.Record(ctx, event(i)); err != nil {
+			t.Fatalf("row %d before the cap: %v", i, err)
+		}
+		if i > 10000 {
+			t.Fatal("the spool never filled up")
+		}
+	}
+	if w.Accepting() != audit.ErrSpoolFull {
+		t.Fatalf("Accepting at the cap: %v", w.Accepting())
+	}
+	// The refusals' own rows still fit for a while...
+	for j := 0; j < 10; j++ {
+		if err := w.Record(ctx, event(i+j)); err != nil {
+			t.Fatalf("refusal row %d: %v", j, err)
+		}
+	}
+	// ...and past the hard cap Record fails rather than pretend.
+	var err error
+	for j := 0; err == nil && j < 100000; j++ {
+		err = w.Record(ctx, event(j))
+	}
+	if err == nil {
+		t.Fatal("Record never failed past the hard cap")
+	}
+}
+
+func TestCloseWithoutSpoolGivesUpAtItsDeadline(t *testing.T) {
+	through, _, proxy := proxied(t)
+	w, err := audit.NewWriter(through, audit.Options{WriteTimeout: 50 * time.Millisecond}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	go w.Record(context.Background(), event(1))
+	time.Sleep(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	if err := w.Close(ctx); err == nil {
-		t.Fatal("Close reported success with Postgres down")
+		t.Fatal("Close reported success with Postgres down and no spool")
 	}
 	if el := time.Since(start); el > 3*time.Second {
 		t.Fatalf("Close took %v past a 500ms deadline", el)
 	}
 }
+
+func newUUID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -59,6 +59,7 @@ func newEnv(t *testing.T) env {
 }
 
 type process struct {
+	dir    string // working directory: the spool lives in dir/spool
 	URL    string
 	cmd    *exec.Cmd
 	stderr *testenv.Buffer
@@ -82,8 +83,19 @@ func start(t *testing.T, e env, config string, args ...string) *process {
 	return startWith(t, e, config, nil, args...)
 }
 
+// startIn is start in a given working directory (where the spool lives).
+func startIn(t *testing.T, e env, config, dir string) *process {
+	t.Helper()
+	return startWithIn(t, e, config, nil, dir)
+}
+
 // startWith is start with more environment variables.
 func startWith(t *testing.T, e env, config string, extraEnv []string, args ...string) *process {
+	t.Helper()
+	return startWithIn(t, e, config, extraEnv, "", args...)
+}
+
+func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "smsgw.toml")
 	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n\n%s", e.keyPrefix, config)
@@ -100,7 +112,12 @@ func startWith(t *testing.T, e env, config string, extraEnv []string, args ...st
 		"SMSGW_ADMIN_TOKEN="+adminToken,
 	)
 	cmd.Env = append(cmd.Env, extraEnv...)
-	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1)}
+	// Each process works in a directory of its own: its audit spool is there.
+	cmd.Dir = dir
+	if cmd.Dir == "" {
+		cmd.Dir = t.TempDir()
+	}
+	p := &process{URL: "http://" + addr, cmd: cmd, stderr: &testenv.Buffer{}, exited: make(chan error, 1), dir: cmd.Dir}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -79,3 +79,53 @@ func TestEnsureDatabaseCreatesIt(t *testing.T) {
 	}
 	conn.Close(ctx)
 }
+
+// TestPartitioningKeepsExistingRows applies the migrations up to 003, fills
+// audit_log as a deployment would have, then applies the rest: every row is
+// still there, in its month's partition, with the same id.
+func TestPartitioningKeepsExistingRows(t *testing.T) {
+	dsn := testenv.Database(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:3] {
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Version, err)
+		}
+		conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version)
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164)
+		SELECT gen_random_uuid(), now() - make_interval(days => g * 20), 'send', 'sent', 'r' || g, '+14155552671'
+		FROM generate_series(0, 9) g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := migrations.Apply(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != len(all)-3 {
+		t.Fatalf("applied %v", applied)
+	}
+	var n, parts int
+	conn.QueryRow(ctx, "SELECT count(*) FROM audit_log").Scan(&n)
+	conn.QueryRow(ctx, `SELECT count(DISTINCT tableoid) FROM audit_log`).Scan(&parts)
+	if n != 10 || parts < 6 {
+		t.Fatalf("%d rows in %d partitions, want 10 rows spread over their months", n, parts)
+	}
+	var inDefault int
+	conn.QueryRow(ctx, "SELECT count(*) FROM audit_log_default").Scan(&inDefault)
+	if inDefault != 0 {
+		t.Fatalf("%d rows in the default partition: every month that held rows gets its own", inDefault)
+	}
+}

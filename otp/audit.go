@@ -39,9 +39,13 @@ type AuditEvent struct {
 	DeliveryErrorCode string
 }
 
-// AuditLog stores audit events. Record must not lose an event it accepted.
+// AuditLog stores audit events. Record returns once the event is durable; an
+// error means it is not, and the request must go unanswered. Accepting
+// reports whether requests that may text should go on: a log near its
+// capacity fails them closed rather than let them go unaudited.
 type AuditLog interface {
 	Record(ctx context.Context, e AuditEvent) error
+	Accepting() error
 }
 
 // AuditReader reads the newest audit events, of one phone (E.164) or of all

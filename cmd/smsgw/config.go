@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +43,13 @@ type Config struct {
 		URL string `toml:"url"`
 	} `toml:"postgres"`
 	Audit struct {
-		QueueSize int `toml:"queue_size"`
-		BatchSize int `toml:"batch_size"`
+		QueueSize       int      `toml:"queue_size"`
+		BatchSize       int      `toml:"batch_size"`
+		SpoolDir        string   `toml:"spool_dir"`
+		SpoolMaxBytes   int64    `toml:"spool_max_bytes"`
+		WriteTimeout    Duration `toml:"write_timeout"`
+		Retention       Duration `toml:"retention"`
+		PartitionsAhead int      `toml:"partitions_ahead"`
 	} `toml:"audit"`
 	Phone struct {
 		DefaultRegion    string   `toml:"default_region"`
@@ -137,13 +143,22 @@ type LimitRule struct {
 	Digits int      `toml:"digits"`
 }
 
-// Duration reads "500ms", "10m", "1h" from TOML.
+// Duration reads "500ms", "10m", "1h" and whole days like "90d" from TOML.
 type Duration struct{ time.Duration }
 
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	s := string(b)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return fmt.Errorf("not a duration like \"90d\": %q", b)
+		}
+		d.Duration = time.Duration(n) * 24 * time.Hour
+		return nil
+	}
+	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("not a duration like \"10m\" or \"500ms\": %q", b)
+		return fmt.Errorf("not a duration like \"10m\", \"500ms\" or \"90d\": %q", b)
 	}
 	d.Duration = v
 	return nil
@@ -279,6 +294,21 @@ func (c *Config) validate() error {
 	}
 	if c.Audit.BatchSize < 1 {
 		return errors.New("audit.batch_size: must be at least 1")
+	}
+	if c.Audit.SpoolDir == "" {
+		return errors.New("audit.spool_dir: must be set: rows go there while Postgres is down")
+	}
+	if c.Audit.SpoolMaxBytes < 64<<10 {
+		return fmt.Errorf("audit.spool_max_bytes: want at least 64 KiB, got %d", c.Audit.SpoolMaxBytes)
+	}
+	if c.Audit.WriteTimeout.Duration <= 0 {
+		return errors.New("audit.write_timeout: must be positive")
+	}
+	if c.Audit.Retention.Duration < 0 {
+		return errors.New("audit.retention: must not be negative (0 keeps every row)")
+	}
+	if c.Audit.PartitionsAhead < 1 || c.Audit.PartitionsAhead > 24 {
+		return fmt.Errorf("audit.partitions_ahead: want 1 to 24 months, got %d", c.Audit.PartitionsAhead)
 	}
 	c.Phone.DefaultRegion = strings.ToUpper(c.Phone.DefaultRegion)
 	if !phonenumbers.GetSupportedRegions()[c.Phone.DefaultRegion] {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -176,12 +177,9 @@ type deps struct {
 }
 
 func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) error {
-	if err := migrate(ctx, cfg, log); err != nil {
-		return err
-	}
 	pool, err := pgxpool.New(ctx, cfg.Postgres.URL)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return fmt.Errorf("postgres.url: %w", err)
 	}
 	defer pool.Close()
 	rdb, err := newRedis(cfg)
@@ -193,7 +191,23 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		log.Warn("redis is not answering; sends answer 503 until it does", "err", err)
 	}
 	reg := newRegistry()
-	writer := audit.NewWriter(pool, audit.Options{QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize, Metrics: reg}, log)
+	writer, err := audit.NewWriter(pool, audit.Options{
+		QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize,
+		SpoolDir: cfg.Audit.SpoolDir, SpoolMaxBytes: cfg.Audit.SpoolMaxBytes, WriteTimeout: cfg.Audit.WriteTimeout.Duration,
+		Metrics: reg,
+	}, log)
+	if err != nil {
+		return err
+	}
+	// Postgres down at start does not stop the service: rows are spooled
+	// until the schema is known to be there.
+	if err := migrate(ctx, cfg, log); err != nil {
+		log.Error("Postgres is not reachable: serving anyway, audit rows are spooled locally until it is", "err", err)
+		writer.SetPostgresReady(false)
+	}
+	maintainCtx, stopMaintaining := context.WithCancel(ctx)
+	defer stopMaintaining()
+	go maintainPostgres(maintainCtx, cfg, pool, writer, log)
 	return serveHTTP(ctx, cfg, sec, log, reg, deps{
 		rdb:         rdb,
 		auditLog:    writer,
@@ -205,6 +219,40 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		},
 		closeAudit: writer.Close,
 	})
+}
+
+// maintainPostgres migrates the schema (retrying while Postgres is away),
+// then lets the audit writer use Postgres, and keeps the audit partitions:
+// created ahead, expired ones dropped, at start and every six hours.
+func maintainPostgres(ctx context.Context, cfg *Config, pool *pgxpool.Pool, writer *audit.Writer, log *slog.Logger) {
+	for !writer.PostgresReady() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		if err := migrate(ctx, cfg, log); err == nil {
+			writer.SetPostgresReady(true)
+			log.Info("Postgres is back: replaying the audit spool")
+		}
+	}
+	tick := time.NewTicker(6 * time.Hour)
+	defer tick.Stop()
+	for {
+		mctx, cancel := context.WithTimeout(ctx, time.Minute)
+		dropped, err := audit.Maintain(mctx, pool, time.Now(), cfg.Audit.PartitionsAhead, cfg.Audit.Retention.Duration)
+		cancel()
+		if err != nil {
+			log.Error("audit partition maintenance failed; retrying in six hours", "err", err)
+		} else if len(dropped) > 0 {
+			log.Info("audit partitions past retention dropped", "partitions", dropped, "retention", cfg.Audit.Retention.Duration)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func newRegistry() *prometheus.Registry {
@@ -233,9 +281,15 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		Timeout:   cfg.Redis.Timeout.Duration,
 	})
 	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache})
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
+	// Background loops stop after the last request and before Redis and the
+	// audit log close, so what they flush on the way out still has somewhere
+	// to go.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	defer func() { stopRun(); running.Wait() }()
+	running.Add(1)
 	go func() {
+		defer running.Done()
 		if err := limiter.Run(runCtx, d.rdb); err != nil {
 			log.Error("limiter refusal cache stopped", "err", err)
 		}
@@ -247,7 +301,9 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	var guard *pumping.Guard
 	if cfg.Pumping.Mode != pumping.ModeOff {
 		guard = pumping.New(d.rdb, cfg.Redis.KeyPrefix, scripts, cfg.pumping(), log, reg)
+		running.Add(1)
 		go func() {
+			defer running.Done()
 			if err := guard.Run(runCtx); err != nil {
 				log.Error("pumping guard stopped", "err", err)
 			}
@@ -322,6 +378,8 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	if shutdownErr != nil {
 		log.Error("in-flight requests did not finish in time", "err", shutdownErr)
 	}
+	stopRun()
+	running.Wait()
 	if err := d.closeAudit(sctx); err != nil {
 		return err
 	}

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"smsgw/internal/testenv"
+)
+
+const faultConfig = `
+[server]
+trusted_proxies = ["127.0.0.0/8"]
+
+[audit]
+write_timeout = "100ms"
+`
+
+// load sends from workers until stop closes, each request with its own
+// X-Request-ID, phone and client IP, and remembers the answered ones.
+type load struct {
+	mu       sync.Mutex
+	answered map[string]int // request id → status
+	failed   atomic.Int64   // no answer (connection dropped or refused)
+	seq      atomic.Int64
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startLoad(t *testing.T, url func() string, workers int) *load {
+	t.Helper()
+	l := &load{answered: map[string]int{}, stop: make(chan struct{})}
+	c := &http.Client{Timeout: 5 * time.Second}
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				n := l.seq.Add(1)
+				id := fmt.Sprintf("load-%d", n)
+				req, _ := http.NewRequest(http.MethodPost, url()+"/v1/otp/send",
+					strings.NewReader(fmt.Sprintf(`{"phone": "+1650%07d"}`, 2530000+n)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Request-ID", id)
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255))
+				res, err := c.Do(req)
+				if err != nil {
+					l.failed.Add(1)
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				res.Body.Close()
+				l.mu.Lock()
+				l.answered[id] = res.StatusCode
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) end() map[string]int {
+	close(l.stop)
+	l.wg.Wait()
+	return l.answered
+}
+
+func (l *load) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.answered)
+}
+
+// requireOneRowEach checks the audit table has exactly one row for every
+// answered request, and reports how many rows it holds in all.
+func requireOneRowEach(t *testing.T, e env, answered map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT request_id, count(*) FROM audit_log WHERE kind = 'send' GROUP BY request_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		rows.Scan(&id, &n)
+		stored[id] = n
+	}
+	missing, doubled := 0, 0
+	for id := range answered {
+		switch stored[id] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			doubled++
+		}
+	}
+	if missing > 0 || doubled > 0 {
+		t.Fatalf("of %d answered requests, %d have no audit row and %d more than one", len(answered), missing, doubled)
+	}
+	t.Logf("%d answered requests, each with exactly one audit row (%d rows in all)", len(answered), len(stored))
+}
+
+// viaProxy points a test environment's database through a proxy the test
+// can cut, as if Postgres went down.
+func viaProxy(t *testing.T, e env) (env, *testenv.Proxy) {
+	t.Helper()
+	u, _ := url.Parse(e.databaseURL)
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	through := e
+	through.databaseURL = u.String()
+	return through, proxy
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPostgresOutageUnderLoad: Postgres goes away in the middle of a load of
+// sends and comes back. Texts keep flowing, /readyz says Postgres is down,
+// rows wait in the spool, and afterwards every answered request has exactly
+// one audit row.
+func TestPostgresOutageUnderLoad(t *testing.T) {
+	e := newEnv(t)
+	through, proxy := viaProxy(t, e)
+	p := start(t, through, faultConfig)
+	l := startLoad(t, func() string { return p.URL }, 8)
+	waitFor(t, 5*time.Second, "some load", func() bool { return l.count() > 50 })
+
+	proxy.Cut()
+	before := l.count()
+	waitFor(t, 10*time.Second, "sends while Postgres is down", func() bool { return l.count() > before+200 })
+	r := get(t, p.URL+"/readyz")
+	if r.Status != 503 || !strings.Contains(string(r.Raw), "postgres") {
+		t.Fatalf("readyz with Postgres down: %d %s", r.Status, r.Raw)
+	}
+	m := get(t, p.URL+"/metrics")
+	if !strings.Contains(string(m.Raw), "smsgw_audit_spooling 1") {
+		t.Fatalf("metrics do not show spooling:\n%s", grepLines(string(m.Raw), "smsgw_audit"))
+	}
+
+	proxy.Heal()
+	waitFor(t, 15*time.Second, "the spool to drain", func() bool {
+		return strings.Contains(string(get(t, p.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
+	})
+	answered := l.end()
+	p.stop(t)
+	accepted := 0
+	for _, st := range answered {
+		if st == 202 {
+			accepted++
+		}
+	}
+	if accepted < 200 {
+		t.Fatalf("only %d texts sent: sends must keep flowing while Postgres is down", accepted)
+	}
+	requireOneRowEach(t, e, answered)
+}
+
+// TestKilledWithPostgresDown: the service is SIGKILLed in the middle of a
+// load while Postgres is down, so acknowledged rows sit only in the spool.
+// Restarted (with Postgres back), it replays them: every request that got an
+// answer has exactly one audit row.
+func TestKilledWithPostgresDown(t *testing.T) {
+	e := newEnv(t)
+	through, proxy := viaProxy(t, e)
+	dir := t.TempDir()
+	p := startIn(t, through, faultConfig, dir)
+	proxy.Cut()
+	l := startLoad(t, func() string { return p.URL }, 8)
+	waitFor(t, 10*time.Second, "load with Postgres down", func() bool { return l.count() > 300 })
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	answered := l.end()
+
+	proxy.Heal()
+	again := startIn(t, through, faultConfig, dir) // the same working directory: the same spool
+	waitFor(t, 15*time.Second, "the replay", func() bool {
+		return strings.Contains(string(get(t, again.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
+	})
+	again.stop(t)
+	requireOneRowEach(t, e, answered)
+}
+
+// TestFullSpoolFailsClosed: with Postgres down, once the spool reaches its
+// cap, sends answer 503 and text nobody; no answered request lacks its row.
+func TestFullSpoolFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	through, proxy := viaProxy(t, e)
+	p := start(t, through, faultConfig+"spool_max_bytes = 65536\n")
+	proxy.Cut()
+	l := startLoad(t, func() string { return p.URL }, 4)
+	waitFor(t, 20*time.Second, "the spool to fill up", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, st := range l.answered {
+			if st == 503 {
+				return true
+			}
+		}
+		return false
+	})
+	texts := len(outboxBodies(t, p, ""))
+	time.Sleep(300 * time.Millisecond)
+	if now := len(outboxBodies(t, p, "")); now != texts {
+		t.Fatalf("%d texts sent with the spool full", now-texts)
+	}
+	answered := l.end()
+	proxy.Heal()
+	waitFor(t, 15*time.Second, "the replay", func() bool {
+		return strings.Contains(string(get(t, p.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
+	})
+	p.stop(t)
+	requireOneRowEach(t, e, answered)
+}
+
+// TestRedisOutage runs smsgw on a Redis of the test's own and stops it in
+// the middle of a load: sends answer 503 within a second and text nobody;
+// when Redis is back, sends work again by themselves.
+func TestRedisOutage(t *testing.T) {
+	port := freePort(t)
+	redis := startRedis(t, port)
+	e := newEnv(t)
+	e.redisURL = fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	p := start(t, e, faultConfig)
+	l := startLoad(t, func() string { return p.URL }, 4)
+	waitFor(t, 5*time.Second, "some load", func() bool { return l.count() > 50 })
+
+	redis.Process.Kill()
+	redis.Wait()
+	time.Sleep(200 * time.Millisecond) // let in-flight requests finish
+	texts := len(outboxBodies(t, p, ""))
+	start := time.Now()
+	r := post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, nil)
+	if r.Status != 503 || r.ErrorCode() != "unavailable" {
+		t.Fatalf("send with Redis down: %d %s", r.Status, r.Raw)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("503 took %v", el)
+	}
+	if r := post(t, p.URL+"/v1/otp/verify", `{"phone": "+14155552671", "code": "123456"}`, nil); r.Status != 503 {
+		t.Fatalf("verify with Redis down: %d", r.Status)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if now := len(outboxBodies(t, p, "")); now != texts {
+		t.Fatalf("%d texts sent with Redis down", now-texts)
+	}
+	if r := get(t, p.URL+"/readyz"); r.Status != 503 || !strings.Contains(string(r.Raw), "redis") {
+		t.Fatalf("readyz: %d %s", r.Status, r.Raw)
+	}
+
+	startRedis(t, port)
+	waitFor(t, 10*time.Second, "sends to work again", func() bool {
+		return post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1415555%04d"}`, time.Now().UnixNano()%10000),
+			map[string]string{"X-Forwarded-For": "192.0.2.77"}).Status == 202
+	})
+	answered := l.end()
+	p.stop(t)
+	requireOneRowEach(t, e, answered)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis runs a redis-server of the test's own.
+func startRedis(t *testing.T, port int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		testenv.Unavailable(t, "redis-server", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 5*time.Second, "redis-server", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return cmd
+}
