@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/audit"
 	"smsgw/internal/testenv"
-	"smsgw/migrations"
 )
 
 const adminToken = "admin-token-for-tests"
@@ -40,16 +38,8 @@ type pgAudit struct {
 // postgresAudit is a real audit writer and reader on a fresh database.
 func postgresAudit(t *testing.T) pgAudit {
 	t.Helper()
-	dsn := testenv.Database(t)
+	dsn := testenv.MigratedDatabase(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := migrations.Apply(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +26,6 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/internal/testenv"
-	"smsgw/migrations"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
 	"smsgw/pumping"
@@ -159,16 +157,7 @@ func BenchmarkHTTP(b *testing.B) {
 	b.Cleanup(func() { rdb.Close() }) // testenv deletes the keys under prefix
 
 	// Postgres: a fresh database with the schema, and the audit writer.
-	dbURL := testenv.Database(b)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, err = migrations.Apply(ctx, conn)
-	conn.Close(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	dbURL := testenv.MigratedDatabase(b)
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		b.Fatal(err)

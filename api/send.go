@@ -30,11 +30,20 @@ func (r sendRequest) validate() error {
 	if r.Phone == "" {
 		return otp.Errorf(otp.EInvalidRequest, "phone is required")
 	}
-	if r.Region != "" && !otp.ValidRegion(r.Region) {
-		return otp.Errorf(otp.EInvalidRequest, "region must be an ISO 3166-1 alpha-2 code such as \"US\"")
+	if err := checkRegion(r.Region); err != nil {
+		return err
 	}
 	if len(r.Locale) > 35 {
 		return otp.Errorf(otp.EInvalidRequest, "locale must be a BCP 47 language tag such as \"es-MX\"")
+	}
+	return nil
+}
+
+// checkRegion accepts an empty region (the default applies) or one shaped
+// like an ISO 3166-1 alpha-2 code.
+func checkRegion(region string) error {
+	if region != "" && !otp.ValidRegion(region) {
+		return otp.Errorf(otp.EInvalidRequest, "region must be an ISO 3166-1 alpha-2 code such as \"US\"")
 	}
 	return nil
 }

@@ -23,10 +23,7 @@ func (r verifyRequest) validate() error {
 	if r.Code == "" {
 		return otp.Errorf(otp.EInvalidRequest, "code is required")
 	}
-	if r.Region != "" && !otp.ValidRegion(r.Region) {
-		return otp.Errorf(otp.EInvalidRequest, "region must be an ISO 3166-1 alpha-2 code such as \"US\"")
-	}
-	return nil
+	return checkRegion(r.Region)
 }
 
 type verifyResponse struct {

@@ -2,12 +2,8 @@ package api_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,26 +11,8 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/otp"
+	"smsgw/sender/twilio/twiliotest"
 )
-
-// twilioSignature signs a callback the way Twilio documents it: HMAC-SHA1
-// under the auth token over the URL followed by every POST parameter's name
-// and value, sorted by name, base64.
-func twilioSignature(token, u string, form url.Values) string {
-	keys := make([]string, 0, len(form))
-	for k := range form {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(u)
-	for _, k := range keys {
-		b.WriteString(k + form.Get(k))
-	}
-	m := hmac.New(sha1.New, []byte(token))
-	m.Write([]byte(b.String()))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
-}
 
 func TestTwilioStatusCallback(t *testing.T) {
 	const token, public = "twilio-auth-token-for-tests", "https://sms.example.com/v1/webhooks/twilio/status"
@@ -59,7 +37,7 @@ func TestTwilioStatusCallback(t *testing.T) {
 	}
 	form := url.Values{"MessageSid": {sid}, "MessageStatus": {"delivered"}, "AccountSid": {"AC0123456789abcdef0123456789abcdef"}, "To": {"+14155552671"}}
 	tampered := url.Values{"MessageSid": {sid}, "MessageStatus": {"failed"}, "AccountSid": {"AC0123456789abcdef0123456789abcdef"}, "To": {"+14155552671"}}
-	good := twilioSignature(token, public, form)
+	good := twiliotest.SignForm(token, public, form)
 	const formType = "application/x-www-form-urlencoded"
 
 	for _, tt := range []struct {
@@ -70,8 +48,8 @@ func TestTwilioStatusCallback(t *testing.T) {
 		status int
 	}{
 		{"unsigned", form, "", formType, 403},
-		{"wrong token", form, twilioSignature("other-token", public, form), formType, 403},
-		{"signed for another URL", form, twilioSignature(token, "https://evil.example.com/x", form), formType, 403},
+		{"wrong token", form, twiliotest.SignForm("other-token", public, form), formType, 403},
+		{"signed for another URL", form, twiliotest.SignForm(token, "https://evil.example.com/x", form), formType, 403},
 		{"a changed parameter", tampered, good, formType, 403},
 		{"JSON", form, good, "application/json", 415},
 	} {
@@ -89,7 +67,7 @@ func TestTwilioStatusCallback(t *testing.T) {
 		t.Fatalf("signed callback: %d %s", r.Status, r.Raw)
 	}
 	failed := url.Values{"MessageSid": {sid}, "MessageStatus": {"undelivered"}, "ErrorCode": {"30003"}}
-	if r := callback(failed, twilioSignature(token, public, failed), formType); r.Status != 204 {
+	if r := callback(failed, twiliotest.SignForm(token, public, failed), formType); r.Status != 204 {
 		t.Fatalf("second callback: %d %s", r.Status, r.Raw)
 	}
 	rows, err := reader.Recent(context.Background(), "+14155552671", 1)
@@ -97,7 +75,7 @@ func TestTwilioStatusCallback(t *testing.T) {
 		t.Fatalf("row after callbacks: %+v %v", rows, err)
 	}
 	bad := url.Values{"MessageSid": {"nope"}, "MessageStatus": {"delivered"}}
-	if r := callback(bad, twilioSignature(token, public, bad), formType); r.Status != 400 {
+	if r := callback(bad, twiliotest.SignForm(token, public, bad), formType); r.Status != 400 {
 		t.Fatalf("signed nonsense: %d %s", r.Status, r.Raw)
 	}
 

@@ -14,30 +14,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/audit"
 	"smsgw/internal/testenv"
-	"smsgw/migrations"
 	"smsgw/otp"
 )
 
 // newDatabase returns a migrated database of the test's own.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	dsn := testenv.Database(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := migrations.Apply(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	return dsn
-}
+func newDatabase(t *testing.T) string { return testenv.MigratedDatabase(t) }
 
 func newPool(t *testing.T, dsn string) *pgxpool.Pool {
 	t.Helper()

@@ -2,15 +2,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
+	"smsgw/sender/twilio/twiliotest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,22 +73,6 @@ func (f *fakeTwilio) sent() []url.Values {
 	return append([]url.Values(nil), f.texts...)
 }
 
-func sign(token, u string, form url.Values) string {
-	keys := make([]string, 0, len(form))
-	for k := range form {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(u)
-	for _, k := range keys {
-		b.WriteString(k + form.Get(k))
-	}
-	m := hmac.New(sha1.New, []byte(token))
-	m.Write([]byte(b.String()))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
-}
-
 // TestTwilioEndToEnd runs smsgw on the real Twilio client against a fake
 // Twilio: texts go out in Twilio's wire format, refusals give quota back,
 // a timeout keeps it, and signed delivery receipts land on the audit row.
@@ -147,11 +128,11 @@ status_callback_url = %q
 		req.Header.Set("X-Twilio-Signature", sig)
 		return roundTrip(t, req).Status
 	}
-	if st := postForm(receipt, sign("wrong-token", public, receipt)); st != 403 {
+	if st := postForm(receipt, twiliotest.SignForm("wrong-token", public, receipt)); st != 403 {
 		t.Fatalf("forged receipt: %d", st)
 	}
 	// The row may still be on its way to Postgres: the receipt must not be lost.
-	if st := postForm(receipt, sign(twilioToken, public, receipt)); st != 204 {
+	if st := postForm(receipt, twiliotest.SignForm(twilioToken, public, receipt)); st != 204 {
 		t.Fatalf("signed receipt: %d", st)
 	}
 	deadline := time.Now().Add(5 * time.Second)

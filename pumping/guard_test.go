@@ -1,7 +1,6 @@
 package pumping
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,24 +19,6 @@ import (
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
-
-// testClock is a settable clock for the scripts' explicit-now mode.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // t0 is on a minute boundary, so bucket edges fall on whole minutes after it.
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -239,7 +220,7 @@ func TestPumpingRun(t *testing.T) {
 			rdb, prefix := testenv.Redis(t)
 			cfg := testConfig()
 			g, reg := newGuard(t, rdb, prefix, cfg, nil)
-			clock := &testClock{now: t0}
+			clock := testenv.NewClock(t0)
 			g.now = clock.Now
 			ctx := context.Background()
 			for i, s := range tt.steps {
@@ -329,7 +310,7 @@ func TestOldBucketsAreDropped(t *testing.T) {
 	cfg := testConfig()
 	cfg.MinSends = 1_000_000
 	g, _ := newGuard(t, rdb, prefix, cfg, nil)
-	clock := &testClock{now: t0}
+	clock := testenv.NewClock(t0)
 	g.now = clock.Now
 	ctx := context.Background()
 	for m := range 3 * 60 {
@@ -346,29 +327,11 @@ func TestOldBucketsAreDropped(t *testing.T) {
 	}
 }
 
-// syncBuffer collects log lines from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(sub string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), sub)
-}
-
 func TestShadowModeOnlyLogsAndCounts(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	cfg := testConfig()
 	cfg.Mode = ModeShadow
-	var logs syncBuffer
+	var logs testenv.Buffer
 	g, reg := newGuard(t, rdb, prefix, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	run(t, g)
 	ctx := context.Background()
@@ -386,8 +349,8 @@ func TestShadowModeOnlyLogsAndCounts(t *testing.T) {
 	if got := metric(t, reg, "smsgw_pumping_trips_total", "country", "GB", "mode", "shadow"); got != 1 {
 		t.Errorf("trips = %v, want 1 (once per quarantine period)", got)
 	}
-	if n := logs.count("level=WARN"); n != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", n, logs.b.String())
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
 	}
 	wantList(t, g, cfg.Quarantine) // nothing quarantined
 	if ttl := rdb.PTTL(ctx, g.shadowKey("GB")).Val(); ttl > cfg.Quarantine || ttl < cfg.Quarantine-5*time.Second {

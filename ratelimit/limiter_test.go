@@ -18,30 +18,12 @@ import (
 	"smsgw/otp"
 )
 
-// testClock is a settable clock for the script's explicit-now mode.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func newTestLimiter(t *testing.T) (*Limiter, *redis.Client, *testClock) {
+func newTestLimiter(t *testing.T) (*Limiter, *redis.Client, *testenv.Clock) {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	clock := &testClock{now: t0}
+	clock := testenv.NewClock(t0)
 	l := New(rdb, prefix, Options{})
 	l.now = clock.Now
 	return l, rdb, clock

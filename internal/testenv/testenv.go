@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"smsgw/migrations"
 )
 
 // RedisURL is the Redis the tests use (SMSGW_TEST_REDIS_URL).
@@ -140,4 +142,20 @@ func WithDatabase(u, name string) string {
 	}
 	parsed.Path = "/" + strings.TrimPrefix(name, "/")
 	return parsed.String()
+}
+
+// MigratedDatabase is Database with smsgw's schema applied.
+func MigratedDatabase(t testing.TB) string {
+	t.Helper()
+	dsn := Database(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
 }

@@ -3,9 +3,6 @@ package twilio
 import (
 	"bufio"
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +21,7 @@ import (
 
 	"smsgw/otp"
 	"smsgw/sender"
+	"smsgw/sender/twilio/twiliotest"
 )
 
 const (
@@ -627,26 +624,6 @@ func TestNewDefaults(t *testing.T) {
 	}
 }
 
-// sign computes Twilio's X-Twilio-Signature independently of twilio-go:
-// base64(HMAC-SHA1(token, url + name1 + value1 + name2 + value2 ...)), names
-// in sorted order.
-func sign(token, u string, params map[string]string) string {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString(u)
-	for _, k := range names {
-		b.WriteString(k)
-		b.WriteString(params[k])
-	}
-	m := hmac.New(sha1.New, []byte(token))
-	m.Write([]byte(b.String()))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
-}
-
 func statusParams() map[string]string {
 	return map[string]string{
 		"AccountSid":    testSID,
@@ -662,13 +639,13 @@ func statusParams() map[string]string {
 
 func TestValidSignature(t *testing.T) {
 	const hookURL = "https://otp.example.com/v1/twilio/status?tenant=a&x=1"
-	good := sign(testToken, hookURL, statusParams())
+	good := twiliotest.Sign(testToken, hookURL, statusParams())
 
 	// A known-answer vector from Twilio's documentation / twilio-go's tests,
 	// to make sure sign itself is right.
 	doc := map[string]string{"Digits": "1234", "CallSid": "CA1234567890ABCDE", "To": "+18005551212",
 		"Caller": "+14158675309", "From": "+14158675309", "ReasonConferenceEnded": "test", "Reason": "Participant"}
-	if got := sign("12345", "https://mycompany.com/myapp.php?foo=1&bar=2", doc); got != "vOEb5UThFn24KEfnOFLQY2AE5FY=" {
+	if got := twiliotest.Sign("12345", "https://mycompany.com/myapp.php?foo=1&bar=2", doc); got != "vOEb5UThFn24KEfnOFLQY2AE5FY=" {
 		t.Fatalf("independent signer disagrees with the documented vector: %s", got)
 	}
 
@@ -685,9 +662,9 @@ func TestValidSignature(t *testing.T) {
 	}{
 		{"valid", testToken, hookURL, statusParams(), good, true},
 		{"valid, url with default port", testToken, "https://otp.example.com:443/v1/twilio/status?tenant=a&x=1", statusParams(), good, true},
-		{"valid, no params", testToken, hookURL, map[string]string{}, sign(testToken, hookURL, nil), true},
+		{"valid, no params", testToken, hookURL, map[string]string{}, twiliotest.Sign(testToken, hookURL, nil), true},
 		{"wrong token", "00000000000000000000000000000000", hookURL, statusParams(), good, false},
-		{"signed with another token", testToken, hookURL, statusParams(), sign("other", hookURL, statusParams()), false},
+		{"signed with another token", testToken, hookURL, statusParams(), twiliotest.Sign("other", hookURL, statusParams()), false},
 		{"changed param", testToken, hookURL, changed, good, false},
 		{"added param", testToken, hookURL, extra, good, false},
 		{"changed path", testToken, "https://otp.example.com/v1/twilio/status2?tenant=a&x=1", statusParams(), good, false},
@@ -696,7 +673,7 @@ func TestValidSignature(t *testing.T) {
 		{"http instead of https", testToken, strings.Replace(hookURL, "https", "http", 1), statusParams(), good, false},
 		{"empty signature", testToken, hookURL, statusParams(), "", false},
 		{"garbage signature", testToken, hookURL, statusParams(), "not-base64!!", false},
-		{"empty token", "", hookURL, statusParams(), sign("", hookURL, statusParams()), false},
+		{"empty token", "", hookURL, statusParams(), twiliotest.Sign("", hookURL, statusParams()), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
