@@ -51,9 +51,8 @@ func checkRegion(region string) error {
 func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		ticket := newID()
-		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindSend,
-			RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
+		ev := requestEvent(c, otp.KindSend)
+		ticket := ev.ID
 
 		var req sendRequest
 		key, err := idempotencyKey(c.Request().Header)
@@ -81,10 +80,7 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
-		ev.Outcome = outcomeOf(err, otp.OutcomeSent)
-		if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
-			ev.Reason = otp.ErrorCode(err)
-		}
+		setOutcome(&ev, err, otp.OutcomeSent)
 		record(ctx, auditLog, log, m, ev)
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
@@ -121,6 +117,22 @@ func idempotencyKey(h http.Header) (string, error) {
 		}
 	}
 	return k, nil
+}
+
+// requestEvent starts the audit row of a send or verify request. Its id is
+// also the request's ticket: unique, made here, never the client's.
+func requestEvent(c echo.Context, kind string) otp.AuditEvent {
+	return otp.AuditEvent{ID: newID(), Time: time.Now().UTC(), Kind: kind,
+		RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
+}
+
+// setOutcome records how the request ended; a failure without a reason of
+// its own gets its error code as the reason.
+func setOutcome(ev *otp.AuditEvent, err error, success string) {
+	ev.Outcome = outcomeOf(err, success)
+	if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
+		ev.Reason = otp.ErrorCode(err)
+	}
 }
 
 // outcomeOf names the audit outcome of a request that ended with err. Codes

@@ -3,7 +3,6 @@ package api
 import (
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,9 +33,7 @@ type verifyResponse struct {
 func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		ticket := newID()
-		ev := otp.AuditEvent{ID: ticket, Time: time.Now().UTC(), Kind: otp.KindVerify,
-			RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
+		ev := requestEvent(c, otp.KindVerify)
 
 		var req verifyRequest
 		err := decodeJSON(c.Request(), &req)
@@ -50,13 +47,10 @@ func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *
 		}
 
 		res, err := svc.Verify(ctx, otp.VerifyRequest{
-			Ticket: ticket, Phone: req.Phone, Region: req.Region, Code: req.Code, ClientIP: ev.ClientIP,
+			Ticket: ev.ID, Phone: req.Phone, Region: req.Region, Code: req.Code, ClientIP: ev.ClientIP,
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
-		ev.Outcome = outcomeOf(err, otp.OutcomeApproved)
-		if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
-			ev.Reason = otp.ErrorCode(err)
-		}
+		setOutcome(&ev, err, otp.OutcomeApproved)
 		record(ctx, auditLog, log, m, ev)
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
