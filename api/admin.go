@@ -183,13 +183,9 @@ func readAudit(ctx context.Context, c echo.Context, reader otp.AuditReader, defa
 		}
 		limit = n
 	}
-	phone := ""
-	if raw := plusFromQuery(c.QueryParam("phone")); raw != "" {
-		p, err := otp.ParsePhone(raw, defaultRegion)
-		if err != nil {
-			return nil, "", err
-		}
-		phone = p.E164
+	phone, err := queryPhone(c, defaultRegion)
+	if err != nil {
+		return nil, "", err
 	}
 	if reader == nil {
 		return nil, phone, otp.Errorf(otp.EUnavailable, "audit queries need Postgres; in -dev the audit log is printed to stderr")
@@ -199,6 +195,20 @@ func readAudit(ctx context.Context, c echo.Context, reader otp.AuditReader, defa
 		return nil, phone, &otp.Error{Code: otp.EUnavailable, Message: "the audit log is temporarily unavailable", Err: err}
 	}
 	return rows, phone, nil
+}
+
+// queryPhone reads an optional ?phone= as E.164 ("" when absent), in any
+// notation a send accepts.
+func queryPhone(c echo.Context, defaultRegion string) (string, error) {
+	raw := plusFromQuery(c.QueryParam("phone"))
+	if raw == "" {
+		return "", nil
+	}
+	p, err := otp.ParsePhone(raw, defaultRegion)
+	if err != nil {
+		return "", err
+	}
+	return p.E164, nil
 }
 
 // plusFromQuery undoes what an unencoded "+" becomes in a query string (a

@@ -77,13 +77,9 @@ type Outbox interface {
 // arrived as a space (an unencoded query) both work.
 func handleFakeMessages(outbox Outbox, defaultRegion string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		phone := ""
-		if raw := plusFromQuery(c.QueryParam("phone")); raw != "" {
-			p, err := otp.ParsePhone(raw, defaultRegion)
-			if err != nil {
-				return err
-			}
-			phone = p.E164
+		phone, err := queryPhone(c, defaultRegion)
+		if err != nil {
+			return err
 		}
 		return c.JSON(http.StatusOK, outbox.Messages(phone))
 	}

@@ -36,21 +36,27 @@ func (p PhonePolicy) Validate() error {
 	return nil
 }
 
-// Check refuses a number the policy does not allow, saying why.
-func (p PhonePolicy) Check(phone Phone) error {
+// Refusal says why the policy refuses a number ("type:premium_rate",
+// "country:XK"), or "" when it allows it.
+func (p PhonePolicy) Refusal(phone Phone) string {
 	if len(p.AllowedTypes) > 0 && !slices.Contains(p.AllowedTypes, phone.Type) {
-		return notAllowed("type:"+phone.Type, fmt.Sprintf("%s numbers cannot receive codes here", strings.ReplaceAll(phone.Type, "_", " ")))
+		return "type:" + phone.Type
 	}
 	if len(p.AllowedCountries) == 0 && len(p.DeniedCountries) == 0 {
-		return nil
+		return ""
 	}
 	country := phone.Country()
 	if slices.Contains(p.DeniedCountries, country) || (len(p.AllowedCountries) > 0 && !slices.Contains(p.AllowedCountries, country)) {
-		return notAllowed("country:"+country, "numbers of this country cannot receive codes here")
+		return "country:" + country
 	}
-	return nil
+	return ""
 }
 
-func notAllowed(reason, msg string) *Error {
+// notAllowed is the client error for a refusal.
+func notAllowed(reason string) *Error {
+	msg := "numbers of this country cannot receive codes here"
+	if t, ok := strings.CutPrefix(reason, "type:"); ok {
+		msg = fmt.Sprintf("%s numbers cannot receive codes here", strings.ReplaceAll(t, "_", " "))
+	}
 	return &Error{Code: EPhoneNotAllowed, Message: msg, Fields: map[string]any{"reason": reason}}
 }

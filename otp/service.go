@@ -127,9 +127,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, err
 	}
 	res.Phone = phone
-	if err := s.cfg.Policy.Check(phone); err != nil {
-		res.Reason = err.(*Error).Fields["reason"].(string)
-		return res, err
+	if reason := s.cfg.Policy.Refusal(phone); reason != "" {
+		res.Reason = reason
+		return res, notAllowed(reason)
 	}
 
 	if req.IdempotencyKey != "" && s.Idempotency != nil {
