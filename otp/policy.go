@@ -51,12 +51,3 @@ func (p PhonePolicy) Refusal(phone Phone) string {
 	}
 	return ""
 }
-
-// notAllowed is the client error for a refusal.
-func notAllowed(reason string) *Error {
-	msg := "numbers of this country cannot receive codes here"
-	if t, ok := strings.CutPrefix(reason, "type:"); ok {
-		msg = fmt.Sprintf("%s numbers cannot receive codes here", strings.ReplaceAll(t, "_", " "))
-	}
-	return &Error{Code: EPhoneNotAllowed, Message: msg, Fields: map[string]any{"reason": reason}}
-}

@@ -39,14 +39,14 @@ func (s *Service) supportSubjects(phoneRaw, ipRaw string) (SupportView, []policy
 			return v, nil, err
 		}
 		v.Phone = phone.E164
-		return v, []policySubjects{{"send", s.phoneSubjects(phone.E164)}}, nil
+		return v, []policySubjects{{"send", s.subjectsOf(ofPhone, phone, netip.Addr{})}}, nil
 	}
 	addr, err := netip.ParseAddr(strings.TrimSpace(ipRaw))
 	if err != nil {
 		return v, nil, Errorf(EInvalidRequest, "ip is not an IP address")
 	}
 	v.IP = IPKey(addr, s.cfg.IPv6Prefix)
-	return v, []policySubjects{{"send", s.sendIPSubjects(addr)}, {"verify", s.VerifySubjects(addr)}}, nil
+	return v, []policySubjects{{"send", s.subjectsOf(ofClient, Phone{}, addr)}, {"verify", s.VerifySubjects(addr)}}, nil
 }
 
 // Limits shows every window counted for a phone or a client IP (exactly one

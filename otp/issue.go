@@ -1,0 +1,50 @@
+package otp
+
+import (
+	"context"
+	"fmt"
+)
+
+// issuedCode says whether issue stored a new code, and which.
+type issuedCode struct {
+	isNew bool
+	mac   []byte
+}
+
+// issue returns the code to text: the pending one, or a new one it stored.
+func (s *Service) issue(ctx context.Context, phone string) (string, issuedCode, error) {
+	code, err := NewCode(s.cfg.CodeLength)
+	if err != nil {
+		return "", issuedCode{}, fmt.Errorf("generate code: %w", err)
+	}
+	fresh, err := s.seal(phone, code)
+	if err != nil {
+		return "", issuedCode{}, err
+	}
+	pending, err := s.Codes.Issue(ctx, phone, fresh, s.cfg.CodeTTL)
+	if err != nil {
+		return "", issuedCode{}, unavailable("codes", err)
+	}
+	if pending == nil {
+		return code, issuedCode{isNew: true, mac: fresh.MAC}, nil
+	}
+	old, err := s.Secrets.Open(phone, pending)
+	if err == nil {
+		return old, issuedCode{}, nil
+	}
+	// Sealed under a previous SMSGW_SECRET: its MAC cannot match any guess
+	// either, so the new code takes its place (attempts kept).
+	s.log.WarnContext(ctx, "pending code sealed under another secret; replacing it")
+	if err := s.Codes.Replace(ctx, phone, fresh, s.cfg.CodeTTL); err != nil {
+		return "", issuedCode{}, unavailable("codes", err)
+	}
+	return code, issuedCode{isNew: true, mac: fresh.MAC}, nil
+}
+
+func (s *Service) seal(phone, code string) (StoredCode, error) {
+	sealed, err := s.Secrets.Seal(phone, code)
+	if err != nil {
+		return StoredCode{}, fmt.Errorf("seal code: %w", err)
+	}
+	return StoredCode{MAC: s.Secrets.MAC(phone, code), Sealed: sealed}, nil
+}

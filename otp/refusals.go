@@ -1,0 +1,69 @@
+package otp
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The client errors the flows answer with, built in one place so their
+// messages and extra fields stay alike.
+
+func unavailable(what string, err error) *Error {
+	return &Error{Code: EUnavailable, Message: "the service is temporarily unavailable", Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// RateLimitedError is the client error for a refused decision.
+func RateLimitedError(dec Decision) *Error {
+	w := dec.Tightest
+	return &Error{
+		Code: ERateLimited,
+		Message: fmt.Sprintf("too many requests for this %s: at most %d per %s; retry in %d s",
+			w.Scope, w.Rule.Max, w.Rule.Label(), dec.RetryAfterSeconds()),
+		Fields: map[string]any{
+			"scope":       w.Scope,
+			"window":      w.Rule.Label(),
+			"limit":       w.Rule.Max,
+			"retry_after": dec.RetryAfterSeconds(),
+		},
+	}
+}
+
+// quarantined is the client error for a country the pumping guard holds
+// back: a 429 like a full limit, naming the country as its scope.
+func quarantined(wait time.Duration) *Error {
+	secs := int64((wait + time.Second - 1) / time.Second)
+	return &Error{
+		Code:    ERateLimited,
+		Message: fmt.Sprintf("texts to this country are paused for suspected SMS pumping; retry in %d s", secs),
+		Fields:  map[string]any{"scope": "country", "window": WindowLabel(wait.Round(time.Second)), "limit": 0, "retry_after": secs},
+	}
+}
+
+func providerError(err error) *Error {
+	return &Error{Code: EProviderError, Message: "the SMS provider did not accept the text", Err: err}
+}
+
+func invalidCode(left int) *Error {
+	msg := fmt.Sprintf("the code is wrong; %d attempts left", left)
+	switch left {
+	case 0:
+		msg = "the code is wrong and that was the last attempt; request a new code"
+	case 1:
+		msg = "the code is wrong; 1 attempt left"
+	}
+	return &Error{Code: EInvalidCode, Message: msg, Fields: map[string]any{"attempts_left": left}}
+}
+
+func noPendingCode() *Error {
+	return Errorf(ENoPendingCode, "no code is pending for this phone: it was never sent, has expired, was used or too many wrong codes were tried")
+}
+
+// notAllowed is the client error for a number the policy refuses.
+func notAllowed(reason string) *Error {
+	msg := "numbers of this country cannot receive codes here"
+	if t, ok := strings.CutPrefix(reason, "type:"); ok {
+		msg = fmt.Sprintf("%s numbers cannot receive codes here", strings.ReplaceAll(t, "_", " "))
+	}
+	return &Error{Code: EPhoneNotAllowed, Message: msg, Fields: map[string]any{"reason": reason}}
+}

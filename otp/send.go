@@ -1,0 +1,146 @@
+package otp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// SendRequest is a validated-shape request to text a code.
+type SendRequest struct {
+	// Ticket is unique per request (never client-chosen): it is what the
+	// limiter records, so two requests in the same microsecond both count.
+	Ticket    string
+	RequestID string
+	Phone     string
+	Region    string
+	Locale    string
+	ClientIP  netip.Addr
+	// IdempotencyKey, when set, makes a retry with the same key for the same
+	// phone, within the code's lifetime, get the first answer again: no
+	// second text, no second limit hit.
+	IdempotencyKey string
+}
+
+// SendResult is what happened to a send request. It is filled as far as the
+// flow got, also when Send returns an error, so the caller can audit and set
+// headers for refused requests.
+type SendResult struct {
+	Phone Phone
+	// Decision is valid when Limited is true: the limiter was asked.
+	Decision  Decision
+	Limited   bool
+	Receipt   Receipt
+	ExpiresIn time.Duration
+	// Reason is the audit reason: the refusing window, the provider's,
+	// "resend" when the pending code was texted again, or "idempotent_replay".
+	Reason string
+	// RequestID is the answered request's: the first one's on a replay.
+	RequestID string
+	// Replayed is true when this is the stored answer to an earlier request
+	// with the same Idempotency-Key.
+	Replayed bool
+}
+
+// Send texts a code to the request's phone if every limit has room. While a
+// code is pending the same code is texted again, with its expiry renewed and
+// its wrong attempts kept, so an earlier text still works and a resend never
+// buys more guesses.
+func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, err error) {
+	res.RequestID = req.RequestID
+	phone, err := s.parsePhone(req.Phone, req.Region)
+	if err != nil {
+		return res, err
+	}
+	res.Phone = phone
+	if reason := s.cfg.Policy.Refusal(phone); reason != "" {
+		res.Reason = reason
+		return res, notAllowed(reason)
+	}
+
+	if req.IdempotencyKey != "" && s.Idempotency != nil {
+		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
+		prior, cerr := s.claim(ctx, scope, req.Ticket)
+		if cerr != nil {
+			return res, cerr
+		}
+		if prior != nil {
+			return replay(res, prior)
+		}
+		// res and err are the named results: settle sees the final answer.
+		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
+	}
+
+	if s.Pumping != nil {
+		if wait, held := s.Pumping.Quarantined(phone.Country()); held {
+			res.Reason = "pumping"
+			return res, quarantined(wait)
+		}
+	}
+
+	subjects := s.SendSubjects(phone, req.ClientIP)
+	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
+	if err != nil {
+		return res, unavailable("limiter", err)
+	}
+	res.Decision, res.Limited = dec, true
+	if !dec.Allowed {
+		res.Reason = dec.Reason()
+		return res, RateLimitedError(dec)
+	}
+
+	// From here the request holds quota: give it back if nothing is texted.
+	// Once a text may go out, the flow finishes even if the client leaves.
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
+	defer cancel()
+	code, issued, err := s.issue(sendCtx, phone.E164)
+	if err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		return res, err
+	}
+	if !issued.isNew {
+		res.Reason = "resend"
+	}
+	body, err := s.Messages.Render(req.Locale, code)
+	if err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		return res, fmt.Errorf("render message: %w", err)
+	}
+	receipt, err := s.Sender.Send(sendCtx, phone, body)
+	if err != nil {
+		var se *SendError
+		if !errors.As(err, &se) {
+			se = &SendError{Reason: "error", Err: err}
+		}
+		res.Receipt.Provider = se.Provider
+		res.Reason = se.Reason
+		if se.NotSent {
+			s.refund(sendCtx, req.Ticket, subjects)
+			if issued.isNew {
+				// Nobody has this code: do not leave it pending.
+				if err := s.Codes.Discard(sendCtx, phone.E164, issued.mac); err != nil {
+					s.log.WarnContext(ctx, "discard unsent code", "err", err)
+				}
+			}
+		}
+		return res, providerError(err)
+	}
+	res.Receipt = receipt
+	res.ExpiresIn = s.cfg.CodeTTL
+	if s.Pumping != nil {
+		if err := s.Pumping.Sent(sendCtx, phone.Country()); err != nil {
+			s.log.WarnContext(ctx, "pumping guard did not count a send", "err", err)
+		}
+	}
+	return res, nil
+}
+
+func (s *Service) refund(ctx context.Context, ticket string, subjects []Subject) {
+	if err := s.Limiter.Refund(ctx, ticket, subjects); err != nil {
+		// The request stays counted: the client is refused a little early,
+		// never admitted past a limit.
+		s.log.WarnContext(ctx, "refund failed; quota stays used", "err", err)
+	}
+}
