@@ -19,6 +19,7 @@ var statusOf = map[string]int{
 	otp.ENoPendingCode:        http.StatusNotFound,
 	otp.EMethodNotAllowed:     http.StatusMethodNotAllowed,
 	otp.EForbidden:            http.StatusForbidden,
+	otp.EChallengeRequired:    http.StatusForbidden,
 	otp.ERequestInProgress:    http.StatusConflict,
 	otp.ERequestTooLarge:      http.StatusRequestEntityTooLarge,
 	otp.EUnsupportedMediaType: http.StatusUnsupportedMediaType,

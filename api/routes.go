@@ -19,8 +19,6 @@ func addRoutes(e *echo.Echo, log *slog.Logger, cfg Config, d Deps, m *httpMetric
 	admin.GET("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
 	admin.DELETE("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
 	admin.GET("/audit", handleAdminAudit(d.AuditReader, cfg.DefaultRegion, d.AuditLog, log, m))
-	admin.GET("/quarantines", handleAdminQuarantines(d.Quarantines, d.AuditLog, log, m))
-	admin.DELETE("/quarantines", handleAdminQuarantines(d.Quarantines, d.AuditLog, log, m))
 
 	if cfg.Twilio != nil && d.Deliveries != nil {
 		e.POST("/v1/webhooks/twilio/status", handleTwilioStatus(*cfg.Twilio, d.Deliveries, log, m))

@@ -84,8 +84,10 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		record(ctx, auditLog, log, m, ev)
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
-		} else if e, ok := err.(*otp.Error); ok && e.Code == otp.ERateLimited {
-			// A quarantined country: no window, but a known wait.
+		}
+		if e, ok := err.(*otp.Error); ok && e.Code == otp.ERateLimited && (!res.Limited || res.Decision.Allowed) {
+			// A pumping rule refused what the windows admitted: no window,
+			// but a known wait.
 			c.Response().Header().Set("Retry-After", strconv.FormatInt(e.Fields["retry_after"].(int64), 10))
 		}
 		if err != nil {

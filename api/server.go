@@ -33,7 +33,7 @@ type Deps struct {
 	AuditLog    otp.AuditLog
 	AuditReader otp.AuditReader
 	Deliveries  otp.DeliveryLog
-	Quarantines otp.Quarantines // nil when the pumping guard is off
+	Pumping     otp.PumpingAdmin // nil when there is no pumping guard
 	Outbox      Outbox
 	Checks      []Check
 	Metrics     *prometheus.Registry

@@ -27,6 +27,7 @@ const (
 	EMethodNotAllowed     = "method_not_allowed"
 	EForbidden            = "forbidden"
 	ERequestInProgress    = "request_in_progress"
+	EChallengeRequired    = "challenge_required"
 	EInternal             = "internal"
 )
 

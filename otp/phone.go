@@ -103,3 +103,11 @@ func numberTypeName(t phonenumbers.PhoneNumberType) string {
 		return "unknown"
 	}
 }
+
+// CallingCode is the number's country calling code, e.g. 44.
+func (p Phone) CallingCode() int {
+	if p.num == nil {
+		return 0
+	}
+	return int(p.num.GetCountryCode())
+}

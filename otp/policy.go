@@ -11,6 +11,12 @@ import (
 var PhoneTypes = []string{"fixed_line", "mobile", "fixed_line_or_mobile", "toll_free", "premium_rate",
 	"shared_cost", "voip", "personal_number", "pager", "uan", "voicemail", "unknown"}
 
+// International is how a policy names the numbers of international networks
+// (+800, +808, +870, +878, +881, +882, +883, +888, +979): phonenumbers'
+// region "001". Satellite and global-network numbers are a favourite of SMS
+// pumping, so the shipped configuration denies them.
+const International = "001"
+
 // PhonePolicy says which numbers may get a text at all. It is checked before
 // any limit, so a refused number consumes nothing.
 type PhonePolicy struct {
@@ -28,8 +34,8 @@ func (p PhonePolicy) Validate() error {
 	}
 	for key, list := range map[string][]string{"phone.allowed_countries": p.AllowedCountries, "phone.denied_countries": p.DeniedCountries} {
 		for i, c := range list {
-			if len(c) != 2 || strings.ToUpper(c) != c {
-				return fmt.Errorf("%s[%d]: %q is not an upper-case ISO 3166-1 alpha-2 code", key, i, c)
+			if c != International && (len(c) != 2 || strings.ToUpper(c) != c) {
+				return fmt.Errorf("%s[%d]: %q is not an upper-case ISO 3166-1 alpha-2 code or %q (international networks)", key, i, c, International)
 			}
 		}
 	}

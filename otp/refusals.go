@@ -3,7 +3,6 @@ package otp
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // The client errors the flows answer with, built in one place so their
@@ -26,17 +25,6 @@ func RateLimitedError(dec Decision) *Error {
 			"limit":       w.Rule.Max,
 			"retry_after": dec.RetryAfterSeconds(),
 		},
-	}
-}
-
-// quarantined is the client error for a country the pumping guard holds
-// back: a 429 like a full limit, naming the country as its scope.
-func quarantined(wait time.Duration) *Error {
-	secs := int64((wait + time.Second - 1) / time.Second)
-	return &Error{
-		Code:    ERateLimited,
-		Message: fmt.Sprintf("texts to this country are paused for suspected SMS pumping; retry in %d s", secs),
-		Fields:  map[string]any{"scope": "country", "window": WindowLabel(wait.Round(time.Second)), "limit": 0, "retry_after": secs},
 	}
 }
 

@@ -22,6 +22,9 @@ type SendRequest struct {
 	// phone, within the code's lifetime, get the first answer again: no
 	// second text, no second limit hit.
 	IdempotencyKey string
+	// ChallengeToken is a solved bot challenge, checked only when a pumping
+	// rule would refuse the send.
+	ChallengeToken string
 }
 
 // SendResult is what happened to a send request. It is filled as far as the
@@ -59,6 +62,18 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		res.Reason = reason
 		return res, notAllowed(reason)
 	}
+	gate := pumpingGate{s: s, req: req}
+	if o, ok := s.overrides().Lookup(phone.E164); ok {
+		if o.Action == OverrideBlock {
+			res.Reason = "override:block"
+			return res, blocked(o)
+		}
+		gate.exempt = true
+	}
+	if s.isTestNumber(phone) {
+		res.Reason, res.ExpiresIn = "test_number", s.cfg.CodeTTL
+		return res, nil
+	}
 
 	if req.IdempotencyKey != "" && s.Idempotency != nil {
 		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
@@ -73,11 +88,11 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
 	}
 
-	if s.Pumping != nil {
-		if wait, held := s.Pumping.Quarantined(phone.Country()); held {
-			res.Reason = "pumping"
-			return res, quarantined(wait)
-		}
+	// A subject a pumping rule holds is refused from memory: a flood on a
+	// held range costs no Redis call.
+	if err := gate.held(ctx, phone); err != nil {
+		res.Reason = pumpingReason(err)
+		return res, err
 	}
 
 	subjects := s.SendSubjects(phone, req.ClientIP)
@@ -95,17 +110,28 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// Once a text may go out, the flow finishes even if the client leaves.
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
-	code, issued, err := s.issue(sendCtx, phone.E164)
-	if err != nil {
+	if err := gate.reserve(ctx, phone); err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
+		res.Reason = pumpingReason(err)
 		return res, err
 	}
+	// Both the windows and the pumping guard hold this send now.
+	giveBack := func() {
+		s.refund(sendCtx, req.Ticket, subjects)
+		gate.release(sendCtx)
+	}
+	code, issued, err := s.issue(sendCtx, phone.E164)
+	if err != nil {
+		giveBack()
+		return res, err
+	}
+	res.Reason = gate.reason()
 	if !issued.isNew {
-		res.Reason = "resend"
+		res.Reason = joinReasons("resend", res.Reason)
 	}
 	body, err := s.Messages.Render(req.Locale, code)
 	if err != nil {
-		s.refund(sendCtx, req.Ticket, subjects)
+		giveBack()
 		return res, fmt.Errorf("render message: %w", err)
 	}
 	receipt, err := s.Sender.Send(sendCtx, phone, body)
@@ -117,7 +143,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		res.Receipt.Provider = se.Provider
 		res.Reason = se.Reason
 		if se.NotSent {
-			s.refund(sendCtx, req.Ticket, subjects)
+			giveBack()
 			if issued.isNew {
 				// Nobody has this code: do not leave it pending.
 				if err := s.Codes.Discard(sendCtx, phone.E164, issued.mac); err != nil {
@@ -130,9 +156,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	res.Receipt = receipt
 	res.ExpiresIn = s.cfg.CodeTTL
 	if s.Pumping != nil {
-		if err := s.Pumping.Sent(sendCtx, phone.Country()); err != nil {
-			s.log.WarnContext(ctx, "pumping guard did not count a send", "err", err)
-		}
+		s.Pumping.Sent(phone)
 	}
 	return res, nil
 }

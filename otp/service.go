@@ -26,6 +26,9 @@ type Config struct {
 	// SendTimeout bounds the provider call and the refund after it. Both
 	// outlive the client's request: once a text may go out, the flow finishes.
 	SendTimeout time.Duration
+	// TestNumbers are never texted and consume nothing; their codes are
+	// fixed. Validate them with ValidateTestNumbers.
+	TestNumbers []TestNumber
 }
 
 // Deps are the parts the flows run on.
@@ -35,9 +38,14 @@ type Deps struct {
 	Codes       CodeStore
 	Idempotency IdempotencyStore
 	// Pumping may be nil: no guard.
-	Pumping  PumpingGuard
-	Secrets  *Secrets
-	Messages *Messages
+	Pumping PumpingGuard
+	// Overrides may be nil: none.
+	Overrides Overrides
+	// Challenge may be nil: a pumping rule refuses instead of asking for a
+	// bot challenge.
+	Challenge ChallengeVerifier
+	Secrets   *Secrets
+	Messages  *Messages
 }
 
 // PrefixRules are windows counted per leading Digits digits of the E.164
@@ -54,6 +62,8 @@ type Service struct {
 	log      *slog.Logger
 	phones   *phoneCache
 	subjects []sendSubject
+	// testCodes maps test numbers to their fixed codes.
+	testCodes map[string]string
 }
 
 // NewService returns a Service. It keeps no per-request state; one serves
@@ -62,7 +72,11 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 10 * time.Second
 	}
-	return &Service{cfg: cfg, Deps: deps, log: log, phones: newPhoneCache(1 << 16), subjects: sendSubjects(cfg)}
+	codes := make(map[string]string, len(cfg.TestNumbers))
+	for _, tn := range cfg.TestNumbers {
+		codes[tn.Phone] = tn.Code
+	}
+	return &Service{cfg: cfg, Deps: deps, log: log, phones: newPhoneCache(1 << 16), subjects: sendSubjects(cfg), testCodes: codes}
 }
 
 func (s *Service) parsePhone(raw, region string) (Phone, error) {

@@ -39,6 +39,14 @@ func (s *Service) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, 
 		return res, err
 	}
 	res.Phone = phone
+	if s.isTestNumber(phone) {
+		if err := s.verifyTestNumber(phone, code); err != nil {
+			res.AttemptsLeft, res.Reason = s.cfg.MaxAttempts, "test_number"
+			return res, err
+		}
+		res.Reason = "test_number"
+		return res, nil
+	}
 
 	dec, err := s.Limiter.Allow(ctx, req.Ticket, s.VerifySubjects(req.ClientIP))
 	if err != nil {
@@ -57,7 +65,7 @@ func (s *Service) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, 
 	switch check {
 	case CodeApproved:
 		if s.Pumping != nil {
-			if err := s.Pumping.Approved(ctx, phone.Country()); err != nil {
+			if err := s.Pumping.Approved(ctx, phone); err != nil {
 				s.log.WarnContext(ctx, "pumping guard did not count an approval", "err", err)
 			}
 		}

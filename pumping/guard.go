@@ -1,555 +1,379 @@
-// Package pumping implements otp.PumpingGuard on Redis: per-country counts of
-// texts sent and codes approved in minute buckets, a quarantine key per
-// tripped country, and pub/sub so every replica holds the same quarantines in
-// memory.
+// Package pumping implements otp.PumpingGuard on Redis: budgets of
+// unverified texts per number range, country and client network, earned by
+// approved codes, and a money ceiling, decided and counted in one atomic
+// script per Redis slot; operators' overrides; and a per-replica memory of
+// refusals so a flood on a held subject costs no Redis call.
 package pumping
 
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"sort"
+	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
 var (
-	//go:embed sent.lua
-	sentSource string
-	//go:embed approved.lua
-	approvedSource string
+	//go:embed decide.lua
+	decideSource string
+	//go:embed approve.lua
+	approveSource string
+	//go:embed release.lua
+	releaseSource string
 
-	sentScript     = redis.NewScript(sentSource)
-	approvedScript = redis.NewScript(approvedSource)
+	decideScript  = redis.NewScript(decideSource)
+	approveScript = redis.NewScript(approveSource)
+	releaseScript = redis.NewScript(releaseSource)
 )
 
-// Modes of the guard.
-const (
-	// ModeOff does nothing: nothing is counted and nothing is quarantined.
-	ModeOff = "off"
-	// ModeShadow counts and logs what it would quarantine, but never does:
-	// the way to tune the thresholds on real traffic first.
-	ModeShadow = "shadow"
-	// ModeEnforce quarantines.
-	ModeEnforce = "enforce"
-)
+// bucket is the width of one counter; a window is a whole number of them.
+const bucket = time.Hour
 
-// bucket is the width of one counter. A window is a whole number of buckets,
-// so it slides a minute at a time.
-const bucket = time.Minute
-
-// refreshEvery reloads the quarantines from Redis in case a message was lost.
-const refreshEvery = 10 * time.Second
-
-// gatherFor is how long, while Run runs, a replica gathers counts in memory
-// before writing them: a flood of texts costs Redis one call per country per
-// period instead of one per text, and the guard reacts at most this late.
-const gatherFor = 50 * time.Millisecond
-
-// Config is the [pumping] section of the configuration.
-type Config struct {
-	Mode string
-	// MinSends is how many texts a window must hold before the ratio counts:
-	// a quiet country with one unverified text is not pumping.
-	MinSends int
-	// MinApprovalRatio is the share of texts whose code must be approved; a
-	// window under it trips the guard.
-	MinApprovalRatio float64
-	Window           time.Duration
-	Quarantine       time.Duration
-}
-
-// Validate names the first bad key.
-func (c Config) Validate() error {
-	switch c.Mode {
-	case ModeOff, ModeShadow, ModeEnforce:
-	default:
-		return fmt.Errorf("pumping.mode: want \"off\", \"shadow\" or \"enforce\", got %q", c.Mode)
-	}
-	if c.MinSends < 1 {
-		return fmt.Errorf("pumping.min_sends: must be at least 1, got %d", c.MinSends)
-	}
-	if math.IsNaN(c.MinApprovalRatio) || c.MinApprovalRatio < 0 || c.MinApprovalRatio > 1 {
-		return fmt.Errorf("pumping.min_approval_ratio: want 0 to 1, got %v", c.MinApprovalRatio)
-	}
-	if c.Window < bucket || c.Window%bucket != 0 {
-		return fmt.Errorf("pumping.window: want a whole number of minutes (counts are kept per minute), got %s", c.Window)
-	}
-	if c.Quarantine < time.Second {
-		return fmt.Errorf("pumping.quarantine: must be at least 1s, got %s", c.Quarantine)
-	}
-	return nil
-}
-
-// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
-// between concurrent calls.
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
-
-// Guard is an otp.PumpingGuard. Its keys, like the limiter's, expect a single
-// Redis primary: SCAN and pub/sub would not span a cluster.
+// Guard is an otp.PumpingGuard and otp.PumpingAdmin.
 type Guard struct {
-	rdb     redis.UniversalClient
-	prefix  string
-	scripts Scripts
-	cfg     Config
-	log     *slog.Logger
-
-	trips *prometheus.CounterVec
-
-	// held maps countries to what this replica knows of their quarantine. It
-	// is replaced, never changed, so Quarantined reads it without a lock; mu
-	// orders the writers.
-	mu   sync.Mutex
-	held atomic.Pointer[map[string]hold]
-
-	// now replaces Redis TIME for the buckets; only tests set it.
-	now func() time.Time
-	// refresh is how often Run reloads from Redis; tests shorten it.
-	refresh time.Duration
-	// reloads counts the reloads done, so tests know one has happened.
-	reloads atomic.Int64
-
-	// While gathering (Run is running), Sent and Approved only count here.
-	gathering atomic.Bool
-	pmu       sync.Mutex
-	pending   map[tally]int64
+	rdb    redis.UniversalClient
+	prefix string
+	cfg    Config
+	log    *slog.Logger
+	// cluster splits a decision into one script call per hash tag.
+	cluster bool
+	holds   *holdCache
+	// nearSeen remembers the subjects recently written to the "near their
+	// budget" list, so a busy one costs one write a minute, not one a text.
+	nearSeen  *holdCache
+	overrides *overrideStore
+	m         *metrics
+	// clock replaces Redis TIME; only tests and the simulation set it.
+	clock func(context.Context) time.Time
 }
 
-// tally is a country's sends (approved false) or approvals, as gathered.
-type tally struct {
-	country  string
-	approved bool
+var (
+	_ otp.PumpingGuard = (*Guard)(nil)
+	_ otp.PumpingAdmin = (*Guard)(nil)
+	_ otp.Overrides    = (*Guard)(nil)
+)
+
+// Options tune a Guard; zero values pick the defaults.
+type Options struct {
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+	// Cluster is set when rdb is a Redis Cluster client.
+	Cluster bool
+	// Clock replaces Redis TIME: tests move it, and the simulation decides
+	// many sends at once, each at its own virtual time carried in its ctx.
+	Clock func(context.Context) time.Time
+	// HoldEntries bounds the memory of refusals (default 100,000).
+	HoldEntries int
 }
 
-// hold is a country's local state. A lift leaves a zero until, so that a
-// reload which read Redis before the lift cannot bring the country back.
-type hold struct {
-	until time.Time // local monotonic time; zero when lifted
-	at    time.Time // when this replica learnt it
-}
-
-var _ otp.PumpingGuard = (*Guard)(nil)
-
-// New returns a Guard whose keys and channel start with prefix (e.g.
-// "smsgw:"). cfg must be valid; a mode it does not know means off. Counting
-// goes through scripts; nil gives it a batcher of its own. Metrics are
-// registered on reg unless it is nil.
-func New(rdb redis.UniversalClient, prefix string, scripts Scripts, cfg Config, log *slog.Logger, reg prometheus.Registerer) *Guard {
-	if scripts == nil {
-		scripts = redisbatch.New(rdb, redisbatch.Options{})
+// New returns a Guard whose keys start with prefix (e.g. "smsgw:"). cfg must
+// be valid.
+func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Mode != ModeShadow && cfg.Mode != ModeEnforce {
-		cfg.Mode = ModeOff
+	if o.HoldEntries <= 0 {
+		o.HoldEntries = 100_000
 	}
 	g := &Guard{
-		rdb: rdb, prefix: prefix, scripts: scripts, cfg: cfg, log: log, refresh: refreshEvery,
-		trips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "smsgw_pumping_trips_total",
-			Help: "Countries that tripped the SMS pumping guard; in shadow mode, that would have.",
-		}, []string{"country", "mode"}),
+		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, clock: o.Clock,
+		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000),
+		m: newMetrics(o.Registerer),
 	}
-	g.held.Store(&map[string]hold{})
-	g.pending = map[tally]int64{}
-	if reg != nil {
-		reg.MustRegister(g.trips, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "smsgw_pumping_quarantined_countries",
-			Help: "Countries this replica holds texts back for.",
-		}, func() float64 { return float64(len(g.local())) }))
-	}
+	g.overrides = newOverrideStore(rdb, prefix+"pump:{ov}", g.now)
 	return g
 }
 
-func (g *Guard) countsKey(country string) string { return g.prefix + "pumping:n:" + country }
-func (g *Guard) holdKey(country string) string   { return g.prefix + "pumping:q:" + country }
-func (g *Guard) shadowKey(country string) string { return g.prefix + "pumping:shadow:" + country }
-func (g *Guard) channel() string                 { return g.prefix + "pumping:events" }
+// now is the guard's clock for what it keeps in memory.
+func (g *Guard) now() time.Time { return g.nowCtx(context.Background()) }
 
-// country names the numbers without a region too: they share "ZZ", CLDR's
-// unknown region, rather than escape the guard.
-func country(c string) string {
-	if c == "" {
-		return "ZZ"
+func (g *Guard) nowCtx(ctx context.Context) time.Time {
+	if g.clock != nil {
+		return g.clock(ctx)
 	}
-	return c
+	return time.Now()
 }
 
-func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 1) }
-
-// clock is the scripts' now: "" for Redis TIME, so replicas agree on buckets.
-func (g *Guard) clock() any {
-	if g.now != nil {
-		return g.now().UnixMilli()
+// redisNow is the scripts' now: "" for Redis TIME, so replicas agree.
+func (g *Guard) redisNow(ctx context.Context) any {
+	if g.clock != nil {
+		return g.clock(ctx).UnixMilli()
 	}
 	return ""
 }
 
-// Quarantined answers from memory: a lookup in a map that changes only when a
-// quarantine starts or ends.
-func (g *Guard) Quarantined(c string) (time.Duration, bool) {
-	if g.cfg.Mode != ModeEnforce {
-		return 0, false
+// Held answers from memory.
+func (g *Guard) Held(phone otp.Phone, ip netip.Addr) (otp.PumpingRefusal, bool) {
+	if g.holds.empty() {
+		return otp.PumpingRefusal{}, false
 	}
-	h, ok := (*g.held.Load())[country(c)]
-	if !ok || h.until.IsZero() {
-		return 0, false
+	now := g.now()
+	for _, grp := range g.groups(phone, ip) {
+		for _, s := range grp.subjects {
+			if r, ok := g.holds.get(holdKey(scope(s.rule), s.id), now); ok {
+				g.m.refused(r.Rule, countryOf(phone), ModeEnforce)
+				return r, true
+			}
+		}
 	}
-	left := time.Until(h.until)
-	if left <= 0 {
-		return 0, false
-	}
-	return left, true
+	return otp.PumpingRefusal{}, false
 }
 
-// local lists the countries this replica holds texts back for, sorted.
-func (g *Guard) local() []string {
-	var out []string
-	now := time.Now()
-	for c, h := range *g.held.Load() {
-		if h.until.After(now) {
+// groups lists the subject groups a send is decided on: in off mode only the
+// money ceiling, which is configured explicitly, remains.
+func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
+	var out []group
+	if g.cfg.Mode != ModeOff {
+		if d := g.destination(phone); len(d.subjects) > 0 {
+			out = append(out, d)
+		}
+		if c := g.caller(ip); len(c.subjects) > 0 {
 			out = append(out, c)
 		}
 	}
-	sort.Strings(out)
+	if s := g.spend(phone); len(s.subjects) > 0 {
+		out = append(out, s)
+	}
 	return out
 }
 
-// Sent counts a text and, in the same script, trips the country when its
-// window is bad. The replica that trips it tells the others.
-func (g *Guard) Sent(ctx context.Context, c string) error {
-	return g.count(ctx, tally{country: country(c)})
+// call is one script call: the groups it decided, and what release needs.
+type call struct {
+	grp    group
+	bucket int64
+	fresh  bool // the phone was counted anew
+	reply  []int64
 }
 
-// count writes a tally at once, or gathers it while Run runs.
-func (g *Guard) count(ctx context.Context, t tally) error {
-	if g.cfg.Mode == ModeOff {
-		return nil
-	}
-	if g.gathering.Load() {
-		g.pmu.Lock()
-		g.pending[t]++
-		g.pmu.Unlock()
-		return nil
-	}
-	if t.approved {
-		return g.writeApprovals(ctx, t.country, 1)
-	}
-	return g.writeSends(ctx, t.country, 1)
+// reservation is the Ticket of an otp.PumpingReservation.
+type reservation struct {
+	phone string
+	calls []call
 }
 
-// flush writes what was gathered.
-func (g *Guard) flush(ctx context.Context) {
-	g.pmu.Lock()
-	pending := g.pending
-	g.pending = make(map[tally]int64, len(pending))
-	g.pmu.Unlock()
-	for t, n := range pending {
-		var err error
-		if t.approved {
-			err = g.writeApprovals(ctx, t.country, n)
-		} else {
-			err = g.writeSends(ctx, t.country, n)
-		}
-		if err != nil {
-			g.log.Warn("pumping: counts not written", "country", t.country, "approved", t.approved, "n", n, "err", err)
-		}
+// Reserve decides and counts.
+func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, bypass bool) (otp.PumpingReservation, error) {
+	groups := g.groups(phone, ip)
+	if len(groups) == 0 {
+		return otp.PumpingReservation{}, nil
 	}
-}
-
-// writeSends counts n texts to country c and trips the guard when due.
-func (g *Guard) writeSends(ctx context.Context, c string, n int64) error {
-	hk := g.holdKey(c)
-	if g.cfg.Mode == ModeShadow {
-		hk = g.shadowKey(c)
-	}
-	vals, err := g.scripts.Run(ctx, sentScript, []string{g.countsKey(c), hk},
-		g.clock(), ms(bucket), ms(g.cfg.Window), g.cfg.MinSends,
-		strconv.FormatFloat(g.cfg.MinApprovalRatio, 'g', -1, 64), ms(g.cfg.Quarantine), n).Int64Slice()
-	if err != nil {
-		return fmt.Errorf("pumping: sent: %w", err)
-	}
-	if len(vals) != 4 {
-		return fmt.Errorf("pumping: sent: unexpected reply %v", vals)
-	}
-	state, sends, approvals, left := vals[0], vals[1], vals[2], time.Duration(vals[3])*time.Millisecond
-	if vals[3] < 0 {
-		left = noExpiry
-	}
+	mode := 0
 	switch {
-	case state == 1 && g.cfg.Mode == ModeShadow:
-		g.trips.WithLabelValues(c, g.cfg.Mode).Inc()
-		g.log.Warn("pumping: country would be quarantined (shadow mode)", "country", c,
-			"sends", sends, "approvals", approvals, "window", g.cfg.Window, "quarantine", g.cfg.Quarantine)
-	case state == 1:
-		g.trips.WithLabelValues(c, g.cfg.Mode).Inc()
-		g.set(c, time.Now().Add(left))
-		g.log.Warn("pumping: country quarantined", "country", c,
-			"sends", sends, "approvals", approvals, "window", g.cfg.Window, "quarantine", g.cfg.Quarantine)
-		// The quarantine holds in Redis already; a lost message only delays
-		// the others until their next reload, so it does not fail the send.
-		if err := g.rdb.Publish(ctx, g.channel(), "trip "+c+" "+strconv.FormatInt(ms(left), 10)).Err(); err != nil {
-			g.log.Error("pumping: announcing a quarantine", "country", c, "err", err)
+	case bypass:
+		mode = 2
+	case g.cfg.Mode == ModeShadow:
+		mode = 1
+	}
+	if !g.cluster {
+		groups = []group{merge(groups)}
+	}
+	calls := make([]call, len(groups))
+	errs := make([]error, len(groups))
+	netid := networkID(ip)
+	if len(groups) == 1 {
+		calls[0], errs[0] = g.decide(ctx, groups[0], phone.E164, netid, mode)
+	} else {
+		var wg sync.WaitGroup
+		for i := range groups {
+			wg.Go(func() { calls[i], errs[i] = g.decide(ctx, groups[i], phone.E164, netid, mode) })
 		}
-	case state == 2 && g.cfg.Mode == ModeEnforce:
-		// Another replica tripped it and this one may not have heard yet.
-		if _, ok := g.Quarantined(c); !ok {
-			g.set(c, time.Now().Add(g.remaining(left)))
+		wg.Wait()
+	}
+	res := otp.PumpingReservation{}
+	var refusedSubject subject
+	var counted []call
+	var failed error
+	for i, c := range calls {
+		if errs[i] != nil {
+			failed = errs[i]
+			continue
 		}
-	}
-	return nil
-}
-
-// noExpiry is go-redis's PTTL for a key without a TTL.
-const noExpiry = time.Duration(-1)
-
-// remaining reads a PTTL: a quarantine written without a TTL (by hand) holds
-// until it is lifted, which the reloads keep extending a full quarantine at a
-// time.
-func (g *Guard) remaining(pttl time.Duration) time.Duration {
-	if pttl == noExpiry {
-		return g.cfg.Quarantine
-	}
-	return pttl
-}
-
-// Approved counts an approved code.
-func (g *Guard) Approved(ctx context.Context, c string) error {
-	return g.count(ctx, tally{country: country(c), approved: true})
-}
-
-func (g *Guard) writeApprovals(ctx context.Context, c string, n int64) error {
-	err := g.scripts.Run(ctx, approvedScript, []string{g.countsKey(c)},
-		g.clock(), ms(bucket), ms(g.cfg.Window), n).Err()
-	if err != nil {
-		return fmt.Errorf("pumping: approved: %w", err)
-	}
-	return nil
-}
-
-// set records a country's quarantine, or its lift with a zero until.
-func (g *Guard) set(c string, until time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	old := *g.held.Load()
-	m := make(map[string]hold, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[c] = hold{until: until, at: time.Now()}
-	g.held.Store(&m)
-}
-
-// replace installs a reload that started reading Redis at start, keeping what
-// this replica learnt since: Redis may have been read before it happened.
-func (g *Guard) replace(fresh map[string]time.Time, start time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m := make(map[string]hold, len(fresh))
-	for c, until := range fresh {
-		m[c] = hold{until: until, at: start}
-	}
-	for c, h := range *g.held.Load() {
-		if h.at.After(start) {
-			m[c] = h
+		verdict, rule := c.reply[0], c.reply[1]
+		if verdict != 0 {
+			counted = append(counted, c)
 		}
-	}
-	g.held.Store(&m)
-}
-
-// Run keeps the local quarantines in step with Redis until ctx ends: it
-// applies the other replicas' messages, and reloads everything on every
-// (re)subscription, since messages sent while disconnected are lost, and
-// every refresh period in case one was lost anyway. Only enforce mode needs
-// it; the other modes wait for ctx.
-func (g *Guard) Run(ctx context.Context) error {
-	if g.cfg.Mode == ModeOff {
-		<-ctx.Done()
-		return nil
-	}
-	g.gathering.Store(true)
-	defer func() {
-		g.gathering.Store(false)
-		g.flush(context.WithoutCancel(ctx))
-	}()
-	gather := time.NewTicker(gatherFor)
-	defer gather.Stop()
-	if g.cfg.Mode != ModeEnforce {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-gather.C:
-				g.flush(ctx)
-			}
-		}
-	}
-	ps := g.rdb.Subscribe(ctx, g.channel())
-	defer ps.Close()
-	msgs := ps.ChannelWithSubscriptions()
-	tick := time.NewTicker(g.refresh)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-gather.C:
-			g.flush(ctx)
-		case <-tick.C:
-			g.reload(ctx)
-		case m, ok := <-msgs:
-			if !ok {
-				return errors.New("pumping: subscription closed")
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					g.reload(ctx)
+		if rule > 0 {
+			r, s := g.refusal(c)
+			if verdict == 0 {
+				if res.Refused == nil {
+					res.Refused, refusedSubject = &r, s
 				}
-			case *redis.Message:
-				g.apply(m.Payload)
+			} else if res.Shadow == nil && mode == 1 {
+				res.Shadow = &r
 			}
 		}
+		g.noteNear(ctx, c)
 	}
-}
-
-// apply handles "trip <country> <ms left>" and "lift <country>".
-func (g *Guard) apply(payload string) {
-	f := strings.Fields(payload)
+	res.Ticket = &reservation{phone: phone.E164, calls: counted}
+	if failed != nil || res.Refused != nil {
+		// Another group refused or failed: take back what the others counted.
+		if len(counted) > 0 {
+			if err := g.Release(context.WithoutCancel(ctx), res); err != nil {
+				g.log.WarnContext(ctx, "pumping: releasing a partial reservation", "err", err)
+			}
+		}
+		res.Ticket = nil
+	}
+	if failed != nil {
+		return otp.PumpingReservation{}, failed
+	}
+	country := countryOf(phone)
 	switch {
-	case len(f) == 3 && f[0] == "trip":
-		left, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			break
-		}
-		g.set(f[1], time.Now().Add(time.Duration(left)*time.Millisecond))
-		g.log.Debug("pumping: quarantine announced", "country", f[1])
-		return
-	case len(f) == 2 && f[0] == "lift":
-		g.set(f[1], time.Time{})
-		return
+	case res.Refused != nil:
+		g.m.refused(res.Refused.Rule, country, ModeEnforce)
+		g.remember(ctx, *res.Refused, refusedSubject)
+	case res.Shadow != nil:
+		g.m.refused(res.Shadow.Rule, country, ModeShadow)
 	}
-	g.log.Warn("pumping: unknown message", "channel", g.channel(), "payload", payload)
+	return res, nil
 }
 
-// reload replaces the local quarantines with Redis's.
-func (g *Guard) reload(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	start := time.Now()
-	fresh := map[string]time.Time{}
-	err := g.scan(rctx, func(p redis.Pipeliner, c, key string) func() {
-		ttl := p.PTTL(rctx, key)
-		return func() {
-			if d := ttl.Val(); d > 0 || d == noExpiry {
-				fresh[c] = time.Now().Add(g.remaining(d))
-			}
+// merge joins groups for one call on a single primary: the script reads
+// keys in order, so the destination group's record stays first.
+func merge(groups []group) group {
+	out := group{}
+	for _, grp := range groups {
+		if grp.record != "" {
+			out.record = grp.record
 		}
-	})
+	}
+	for _, grp := range groups {
+		out.subjects = append(out.subjects, grp.subjects...)
+	}
+	return out
+}
+
+func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode int) (call, error) {
+	args := make([]any, 0, 10+3*len(grp.subjects))
+	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
+		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
+		ms(g.cfg.Grace), phone, netid, len(grp.subjects))
+	for _, s := range grp.subjects {
+		switch s.kind {
+		case 'm':
+			args = append(args, "m", s.price, strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
+		default:
+			args = append(args, string(s.kind), s.floor, "")
+		}
+	}
+	reply, err := decideScript.Run(ctx, g.rdb, grp.keys(), args...).Int64Slice()
 	if err != nil {
-		if ctx.Err() == nil { // not shutting down
-			g.log.Error("pumping: reloading quarantines", "err", err)
-		}
-		return
+		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
-	g.replace(fresh, start)
-	g.reloads.Add(1)
+	if len(reply) != 10 || reply[1] < 0 || int(reply[1]) > len(grp.subjects) || reply[5] < 0 || int(reply[5]) > len(grp.subjects) {
+		return call{}, fmt.Errorf("pumping: decide: unexpected reply %v", reply)
+	}
+	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, reply: reply}, nil
 }
 
-// scan calls each for every quarantine key, a SCAN page at a time, queueing
-// its commands in one pipeline per page and running what it returns after.
-func (g *Guard) scan(ctx context.Context, each func(p redis.Pipeliner, country, key string) func()) error {
-	pattern := globEscape(g.prefix+"pumping:q:") + "*"
-	var cursor uint64
-	for {
-		keys, next, err := g.rdb.Scan(ctx, cursor, pattern, 1000).Result()
-		if err != nil {
-			return err
+// refusal describes the rule a call's reply names.
+func (g *Guard) refusal(c call) (otp.PumpingRefusal, subject) {
+	s := c.grp.subjects[c.reply[1]-1]
+	used, limit := float64(c.reply[2]), float64(c.reply[3])
+	rule := s.rule
+	window := g.cfg.Window
+	if s.kind == 'm' {
+		used, limit = used/1e6, limit/1e6
+		if c.reply[3] == micros(g.cfg.Spend.Hour) && g.cfg.Spend.Hour > 0 && (g.cfg.Spend.Day == 0 || c.reply[3] != micros(g.cfg.Spend.Day)) {
+			rule, window = RuleSpendHour, time.Hour
 		}
-		if len(keys) > 0 {
-			var after []func()
-			p := g.rdb.Pipeline()
-			for _, k := range keys {
-				after = append(after, each(p, strings.TrimPrefix(k, g.prefix+"pumping:q:"), k))
-			}
-			if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			for _, f := range after {
-				f()
-			}
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
 	}
+	return otp.PumpingRefusal{
+		Rule: rule, Scope: scope(rule), Subject: s.id, Used: used, Limit: limit, Window: window,
+		RetryAfter: max(time.Duration(c.reply[4])*time.Millisecond, time.Second),
+	}, s
 }
 
-// globEscape quotes the characters SCAN's MATCH would read as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
+// Release takes back what a reservation counted.
+func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
+	t, ok := r.Ticket.(*reservation)
+	if !ok || t == nil {
+		return nil
 	}
-	return b.String()
+	var first error
+	for _, c := range t.calls {
+		args := make([]any, 0, 4+2*len(c.grp.subjects))
+		fresh := "0"
+		if c.fresh {
+			fresh = "1"
+		}
+		args = append(args, c.bucket, t.phone, fresh, len(c.grp.subjects))
+		for _, s := range c.grp.subjects {
+			args = append(args, string(s.kind), s.price)
+		}
+		if err := releaseScript.Run(ctx, g.rdb, c.grp.keys(), args...).Err(); err != nil && first == nil {
+			first = fmt.Errorf("pumping: release: %w", err)
+		}
+	}
+	return first
 }
 
-// List reads the quarantines from Redis, the truth every replica follows,
-// sorted by country.
-func (g *Guard) List(ctx context.Context) ([]otp.Quarantine, error) {
-	var out []otp.Quarantine
-	err := g.scan(ctx, func(p redis.Pipeliner, c, key string) func() {
-		fields := p.HGetAll(ctx, key)
-		ttl := p.PTTL(ctx, key)
-		return func() {
-			d := ttl.Val()
-			if d <= 0 && d != noExpiry {
-				return // gone since the SCAN
-			}
-			q := otp.Quarantine{Country: c, Remaining: g.remaining(d)}
-			q.Sends, _ = strconv.Atoi(fields.Val()["s"])
-			q.Approvals, _ = strconv.Atoi(fields.Val()["a"])
-			out = append(out, q)
-		}
-	})
+// Sent counts a text the provider accepted, and its estimated cost.
+func (g *Guard) Sent(phone otp.Phone) {
+	c := countryOf(phone)
+	g.m.texts.WithLabelValues(c).Inc()
+	g.m.spend.WithLabelValues(c).Add(float64(g.cfg.Spend.price(c)) / 1e6)
+}
+
+// Approved credits the destination, then the networks that asked for the
+// text (kept in the phone's record; they may differ from the verifier's).
+func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
+	g.m.approvals.WithLabelValues(countryOf(phone)).Inc()
+	if g.cfg.Mode == ModeOff {
+		return nil
+	}
+	d := g.destination(phone)
+	if len(d.subjects) == 0 {
+		return nil
+	}
+	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d"}
+	reply, err := approveScript.Run(ctx, g.rdb, g.approvalKeys(d), args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("pumping: list: %w", err)
+		return fmt.Errorf("pumping: approve: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Country < out[j].Country })
-	return out, nil
-}
-
-// Lift ends a country's quarantine (and its shadow marker) on every replica
-// at once. Its counts were cleared when it tripped, so it does not trip again
-// on the same evidence.
-func (g *Guard) Lift(ctx context.Context, c string) error {
-	c = country(c)
-	if err := g.rdb.Del(ctx, g.holdKey(c), g.shadowKey(c)).Err(); err != nil {
-		return fmt.Errorf("pumping: lift: %w", err)
+	if len(reply) != 2 {
+		return fmt.Errorf("pumping: approve: unexpected reply %v", reply)
 	}
-	g.set(c, time.Time{})
-	if err := g.rdb.Publish(ctx, g.channel(), "lift "+c).Err(); err != nil {
-		return fmt.Errorf("pumping: lift: announcing it: %w", err)
+	netid, _ := reply[1].(string)
+	if credited, _ := reply[0].(int64); credited != 1 || netid == "" {
+		return nil
 	}
-	g.log.Info("pumping: quarantine lifted", "country", c)
+	ip, err := netip.ParseAddr(netid)
+	if err != nil {
+		return nil // a record from another version: nothing to credit
+	}
+	c := g.caller(ip)
+	if len(c.subjects) == 0 {
+		return nil
+	}
+	args[4] = "n"
+	if err := approveScript.Run(ctx, g.rdb, c.keys(), args...).Err(); err != nil {
+		return fmt.Errorf("pumping: approve networks: %w", err)
+	}
 	return nil
 }
+
+// approvalKeys are the destination group's keys with the country's pending
+// set last, as approve.lua reads them; a group without a country rule still
+// passes a pending set (never written) to keep the shape.
+func (g *Guard) approvalKeys(d group) []string {
+	keys := []string{d.record}
+	pend := d.record + ":none"
+	for _, s := range d.subjects {
+		keys = append(keys, s.key)
+		if s.kind == 'c' {
+			pend = s.pend
+		}
+	}
+	return append(keys, pend)
+}
+
+func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0) }

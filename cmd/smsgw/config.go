@@ -18,6 +18,7 @@ import (
 
 	"smsgw"
 	"smsgw/api"
+	"smsgw/challenge"
 	"smsgw/otp"
 	"smsgw/pumping"
 )
@@ -77,13 +78,29 @@ type Config struct {
 		Global            []LimitRule `toml:"global"`
 	} `toml:"limits"`
 	Pumping struct {
-		Mode             string   `toml:"mode"`
-		MinSends         int      `toml:"min_sends"`
-		MinApprovalRatio float64  `toml:"min_approval_ratio"`
-		Window           Duration `toml:"window"`
-		Quarantine       Duration `toml:"quarantine"`
+		Mode       string         `toml:"mode"`
+		Window     Duration       `toml:"window"`
+		Ratio      float64        `toml:"ratio"`
+		HourFactor float64        `toml:"hour_factor"`
+		Grace      Duration       `toml:"grace"`
+		HoldFor    Duration       `toml:"hold_for"`
+		Floors     map[string]int `toml:"floors"`
+		Spend      struct {
+			DefaultPrice float64            `toml:"default_price"`
+			Hour         float64            `toml:"hour"`
+			Day          float64            `toml:"day"`
+			Prices       map[string]float64 `toml:"prices"`
+		} `toml:"spend"`
+		Challenge struct {
+			Provider  string   `toml:"provider"`
+			SiteKey   string   `toml:"site_key"`
+			VerifyURL string   `toml:"verify_url"`
+			MinScore  float64  `toml:"min_score"`
+			Timeout   Duration `toml:"timeout"`
+		} `toml:"challenge"`
 	} `toml:"pumping"`
-	API struct {
+	TestNumbers []otp.TestNumber `toml:"test_numbers"`
+	API         struct {
 		Keys []struct {
 			Name    string `toml:"name"`
 			SHA256  string `toml:"sha256"`
@@ -123,8 +140,16 @@ type Config struct {
 
 func (c *Config) pumping() pumping.Config {
 	p := c.Pumping
-	return pumping.Config{Mode: p.Mode, MinSends: p.MinSends, MinApprovalRatio: p.MinApprovalRatio,
-		Window: p.Window.Duration, Quarantine: p.Quarantine.Duration}
+	return pumping.Config{Mode: p.Mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
+		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration,
+		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
+}
+
+// challenge is [pumping.challenge] with its secret from the environment.
+func (c *Config) challenge(secret string) challenge.Config {
+	ch := c.Pumping.Challenge
+	return challenge.Config{Provider: ch.Provider, SiteKey: ch.SiteKey, Secret: secret, VerifyURL: ch.VerifyURL,
+		MinScore: ch.MinScore, Timeout: ch.Timeout.Duration}
 }
 
 func (c *Config) policy() otp.PhonePolicy {
@@ -373,6 +398,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.pumping().Validate(); err != nil {
+		return err
+	}
+	if err := otp.ValidateTestNumbers(c.TestNumbers, c.OTP.Length); err != nil {
 		return err
 	}
 	c.apiKeys = nil

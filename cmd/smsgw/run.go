@@ -21,6 +21,7 @@ import (
 
 	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/challenge"
 	"smsgw/internal/redisbatch"
 	"smsgw/migrations"
 	"smsgw/otp"
@@ -73,12 +74,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		sec := secrets{code: getenv("SMSGW_SECRET"), adminToken: getenv("SMSGW_ADMIN_TOKEN"),
-			twilioSID: getenv("TWILIO_ACCOUNT_SID"), twilioToken: getenv("TWILIO_AUTH_TOKEN"), httpSecret: getenv("SMSGW_HTTP_SECRET")}
+			twilioSID: getenv("TWILIO_ACCOUNT_SID"), twilioToken: getenv("TWILIO_AUTH_TOKEN"), httpSecret: getenv("SMSGW_HTTP_SECRET"),
+			challenge: getenv("SMSGW_CHALLENGE_SECRET")}
 		if *dev {
 			return serveDev(ctx, cfg, sec, log, stderr)
 		}
 		if sec.code == "" {
 			return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+		}
+		if err := cfg.challenge(sec.challenge).Validate(); err != nil {
+			return err
 		}
 		return serve(ctx, cfg, sec, log)
 	case "migrate":
@@ -154,14 +159,7 @@ type secrets struct {
 	twilioSID   string // TWILIO_ACCOUNT_SID
 	twilioToken string // TWILIO_AUTH_TOKEN
 	httpSecret  string // SMSGW_HTTP_SECRET
-}
-
-// pumpingGuard keeps a nil *pumping.Guard from becoming a non-nil interface.
-func pumpingGuard(g *pumping.Guard) otp.PumpingGuard {
-	if g == nil {
-		return nil
-	}
-	return g
+	challenge   string // SMSGW_CHALLENGE_SECRET
 }
 
 // deps is what serve and serveDev build differently; the rest is shared.
@@ -298,16 +296,19 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	var guard *pumping.Guard
-	if cfg.Pumping.Mode != pumping.ModeOff {
-		guard = pumping.New(d.rdb, cfg.Redis.KeyPrefix, scripts, cfg.pumping(), log, reg)
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			if err := guard.Run(runCtx); err != nil {
-				log.Error("pumping guard stopped", "err", err)
-			}
-		}()
+	// The guard always runs: with its rules off it still keeps the
+	// operators' overrides and the spend ceiling.
+	guard := pumping.New(d.rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: reg})
+	running.Add(1)
+	go func() {
+		defer running.Done()
+		if err := guard.Run(runCtx); err != nil {
+			log.Error("pumping guard stopped", "err", err)
+		}
+	}()
+	var verifier otp.ChallengeVerifier
+	if ch := cfg.challenge(sec.challenge); ch.On() {
+		verifier = challenge.New(ch, nil, reg)
 	}
 	svc := otp.NewService(otp.Config{
 		DefaultRegion: cfg.Phone.DefaultRegion,
@@ -323,12 +324,15 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 		CodeTTL:       cfg.OTP.TTL.Duration,
 		MaxAttempts:   cfg.OTP.MaxAttempts,
 		SendTimeout:   cfg.Sender.Timeout.Duration,
+		TestNumbers:   cfg.TestNumbers,
 	}, otp.Deps{
 		Limiter:     limiter,
 		Sender:      prov.router,
 		Codes:       redisstore.New(d.rdb, cfg.Redis.KeyPrefix, scripts),
 		Idempotency: redisstore.NewIdempotency(d.rdb, cfg.Redis.KeyPrefix),
-		Pumping:     pumpingGuard(guard),
+		Pumping:     guard,
+		Overrides:   guard,
+		Challenge:   verifier,
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
 	}, log)
@@ -337,9 +341,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	if prov.outbox != nil {
 		deps.Outbox = prov.outbox // a nil *fake.Provider in the interface would not be nil
 	}
-	if guard != nil {
-		deps.Quarantines = guard
-	}
+	deps.Pumping = guard
 	handler := api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,

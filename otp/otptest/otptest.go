@@ -116,18 +116,18 @@ func New(t testing.TB, o Options) Service {
 		go func() { limiter.Run(ctx, rdb); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	var guard otp.PumpingGuard
+	var guard *pumping.Guard
 	if o.Pumping != nil {
-		g := pumping.New(rdb, prefix, scripts, *o.Pumping, nil, nil)
+		guard = pumping.New(rdb, prefix, *o.Pumping, pumping.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { g.Run(ctx); close(done) }()
+		go func() { _ = guard.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
-		guard = g
 	}
 	svc := otp.NewService(cfg, otp.Deps{
 		Limiter:     limiter,
-		Pumping:     guard,
+		Pumping:     pumpingDep(guard),
+		Overrides:   overridesDep(guard),
 		Sender:      router,
 		Codes:       redisstore.New(rdb, prefix, scripts),
 		Idempotency: redisstore.NewIdempotency(rdb, prefix),
@@ -135,4 +135,19 @@ func New(t testing.TB, o Options) Service {
 		Messages:    msgs,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix}
+}
+
+// pumpingDep keeps a nil *pumping.Guard from becoming a non-nil interface.
+func pumpingDep(g *pumping.Guard) otp.PumpingGuard {
+	if g == nil {
+		return nil
+	}
+	return g
+}
+
+func overridesDep(g *pumping.Guard) otp.Overrides {
+	if g == nil {
+		return nil
+	}
+	return g
 }

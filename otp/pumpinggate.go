@@ -1,0 +1,143 @@
+package otp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// pumpingGate is the part of a send the pumping guard decides: it runs once
+// from memory before the windows, and once against Redis after them, and
+// turns a refusal into a challenge when a verifier is configured.
+type pumpingGate struct {
+	s   *Service
+	req SendRequest
+	// exempt is an operator's allow override: no pumping rule, no ceiling.
+	exempt bool
+	// solved is set once the request's challenge token was accepted.
+	solved bool
+	res    PumpingReservation
+}
+
+// held answers from memory, before anything touches Redis.
+func (g *pumpingGate) held(ctx context.Context, phone Phone) error {
+	if g.exempt || g.s.Pumping == nil {
+		return nil
+	}
+	r, held := g.s.Pumping.Held(phone, g.req.ClientIP)
+	if !held {
+		return nil
+	}
+	return g.refused(ctx, r)
+}
+
+// reserve decides against Redis and counts the send; the caller releases
+// the reservation if nothing is texted.
+func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
+	if g.exempt || g.s.Pumping == nil {
+		return nil
+	}
+	res, err := g.s.Pumping.Reserve(ctx, phone, g.req.ClientIP, g.solved)
+	if err != nil {
+		return unavailable("pumping", err)
+	}
+	if res.Refused != nil {
+		if err := g.refused(ctx, *res.Refused); err != nil {
+			return err
+		}
+		// The challenge was solved just now: decide again without the rules.
+		if res, err = g.s.Pumping.Reserve(ctx, phone, g.req.ClientIP, true); err != nil {
+			return unavailable("pumping", err)
+		}
+		if res.Refused != nil {
+			return pumpingRefused(*res.Refused)
+		}
+	}
+	g.res = res
+	return nil
+}
+
+// refused is what a rule's refusal becomes: a 429, or with a verifier a
+// challenge, which a solved one passes (the money ceiling excepted).
+func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
+	if g.s.Challenge == nil || r.Scope == "spend" {
+		return pumpingRefused(r)
+	}
+	if g.solved {
+		return nil
+	}
+	if g.req.ChallengeToken == "" {
+		return challengeRequired(g.s.Challenge.Widget(), r, "solve the challenge and send again with its challenge_token")
+	}
+	err := g.s.Challenge.Verify(ctx, g.req.ChallengeToken, g.req.ClientIP)
+	var rejected *ChallengeRejected
+	switch {
+	case errors.As(err, &rejected):
+		return challengeRequired(g.s.Challenge.Widget(), r, "the challenge_token was not accepted; solve a new challenge")
+	case err != nil:
+		return unavailable("challenge", err)
+	}
+	g.solved = true
+	return nil
+}
+
+// release gives back a reservation whose text was never sent.
+func (g *pumpingGate) release(ctx context.Context) {
+	if g.s.Pumping == nil || g.res.Ticket == nil {
+		return
+	}
+	if err := g.s.Pumping.Release(ctx, g.res); err != nil {
+		g.s.log.WarnContext(ctx, "pumping reservation not released; it stays counted", "err", err)
+	}
+}
+
+// reason is the audit reason a sent text carries from the guard: what shadow
+// mode would have refused, or the challenge it passed.
+func (g *pumpingGate) reason() string {
+	switch {
+	case g.res.Shadow != nil:
+		return "shadow:" + g.res.Shadow.Reason()
+	case g.solved:
+		return "challenge_passed"
+	case g.exempt:
+		return "override:allow"
+	}
+	return ""
+}
+
+// pumpingRefused is the client error for a pumping rule's refusal: a 429
+// like a full window, naming the rule.
+func pumpingRefused(r PumpingRefusal) *Error {
+	secs := int64((r.RetryAfter + time.Second - 1) / time.Second)
+	msg := fmt.Sprintf("texts to this %s are held back for suspected SMS pumping (%s); retry in %d s", pumpingNoun(r.Scope), r.Rule, secs)
+	if r.Scope == "spend" {
+		msg = fmt.Sprintf("texts are held back: the spend ceiling (%s) is reached; retry in %d s", r.Rule, secs)
+	}
+	return &Error{
+		Code:    ERateLimited,
+		Message: msg,
+		Fields: map[string]any{"scope": r.Scope, "rule": r.Rule, "window": WindowLabel(r.Window),
+			"limit": r.Limit, "retry_after": secs},
+	}
+}
+
+func pumpingNoun(scope string) string {
+	switch scope {
+	case "range":
+		return "number range"
+	case "network":
+		return "client network"
+	default:
+		return scope
+	}
+}
+
+// challengeRequired asks the client to prove a person is sending.
+func challengeRequired(w ChallengeWidget, r PumpingRefusal, hint string) *Error {
+	return &Error{
+		Code:    EChallengeRequired,
+		Message: "this request needs a bot challenge: " + hint,
+		Fields:  map[string]any{"challenge": w, "scope": r.Scope, "rule": r.Rule},
+	}
+}

@@ -1,0 +1,160 @@
+package pumping
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+// The operators' list lives in one hash (one slot on a cluster): fields
+// "h\x00<family>\x00<id>" for held subjects and "n\x00<family>\x00<id>" for
+// subjects near their budget, each a JSON adminEntry. It is bounded, and
+// pruned as it is read.
+const adminEntries = 10_000
+
+// nearRatio is how close to its budget a subject must be to be listed.
+const nearRatio = 0.8
+
+type adminEntry struct {
+	Rule    string   `json:"rule"`
+	Subject string   `json:"subject"`
+	Used    float64  `json:"used"`
+	Limit   float64  `json:"limit"`
+	Until   int64    `json:"until_ms"` // a hold's end; a near entry's last sighting + the window
+	Keys    []string `json:"keys"`
+}
+
+var putEntry = redis.NewScript(`
+if redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1`)
+
+func (g *Guard) adminKey() string { return g.prefix + "pump:{admin}" }
+func (g *Guard) channel() string  { return g.prefix + "pump:events" }
+
+func subjectKeys(s subject) []string {
+	if s.kind == 'c' {
+		return []string{s.key, s.pend}
+	}
+	return []string{s.key}
+}
+
+// remember holds a refused subject in this replica's memory and lists it
+// for the operators.
+func (g *Guard) remember(ctx context.Context, r otp.PumpingRefusal, s subject) {
+	now := g.nowCtx(ctx)
+	g.holds.put(holdKey(r.Scope, r.Subject), r, now, g.cfg.HoldFor)
+	e := adminEntry{Rule: r.Rule, Subject: r.Subject, Used: r.Used, Limit: r.Limit,
+		Until: now.Add(r.RetryAfter).UnixMilli(), Keys: subjectKeys(s)}
+	g.putEntry(ctx, "h\x00"+holdKey(r.Scope, r.Subject), e)
+}
+
+// noteNear lists the subject of a call's reply closest to its budget, when
+// it is close, at most once a minute per subject and replica.
+func (g *Guard) noteNear(ctx context.Context, c call) {
+	i, used, limit := c.reply[5], float64(c.reply[6]), float64(c.reply[7])
+	if i <= 0 || limit <= 0 || used/limit < nearRatio {
+		return
+	}
+	s := c.grp.subjects[i-1]
+	key := holdKey(scope(s.rule), s.id)
+	now := g.now()
+	if _, seen := g.nearSeen.get(key, now); seen {
+		return
+	}
+	g.nearSeen.put(key, otp.PumpingRefusal{RetryAfter: time.Minute}, now, time.Minute)
+	if s.kind == 'm' {
+		used, limit = used/1e6, limit/1e6
+	}
+	g.putEntry(ctx, "n\x00"+key, adminEntry{Rule: s.rule, Subject: s.id, Used: used, Limit: limit,
+		Until: now.Add(g.cfg.Window).UnixMilli(), Keys: subjectKeys(s)})
+}
+
+func (g *Guard) putEntry(ctx context.Context, field string, e adminEntry) {
+	b, _ := json.Marshal(e)
+	if err := putEntry.Run(context.WithoutCancel(ctx), g.rdb, []string{g.adminKey()}, field, b, adminEntries).Err(); err != nil {
+		g.log.WarnContext(ctx, "pumping: listing a subject for the operators", "err", err)
+	}
+}
+
+// Holds lists the subjects refused now and those near their budgets,
+// fullest first.
+func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err error) {
+	all, err := g.rdb.HGetAll(ctx, g.adminKey()).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pumping: holds: %w", err)
+	}
+	now := g.now()
+	var stale []string
+	for field, v := range all {
+		var e adminEntry
+		if json.Unmarshal([]byte(v), &e) != nil || e.Until <= now.UnixMilli() {
+			stale = append(stale, field)
+			continue
+		}
+		h := otp.PumpingHold{Rule: e.Rule, Subject: e.Subject, Used: e.Used, Limit: e.Limit,
+			Remaining: time.UnixMilli(e.Until).Sub(now)}
+		if strings.HasPrefix(field, "h\x00") {
+			held = append(held, h)
+		} else {
+			near = append(near, h)
+		}
+	}
+	if len(stale) > 0 {
+		if err := g.rdb.HDel(ctx, g.adminKey(), stale...).Err(); err != nil {
+			g.log.WarnContext(ctx, "pumping: pruning the operators' list", "err", err)
+		}
+	}
+	for _, l := range [][]otp.PumpingHold{held, near} {
+		sort.Slice(l, func(i, j int) bool {
+			a, b := l[i].Used/max(l[i].Limit, 1), l[j].Used/max(l[j].Limit, 1)
+			if a != b {
+				return a > b
+			}
+			return l[i].Rule+l[i].Subject < l[j].Rule+l[j].Subject
+		})
+	}
+	return held, near, nil
+}
+
+// Lift forgets a subject's counts, so its budget starts afresh, and drops
+// its hold on every replica. rule and subject are as Holds lists them.
+func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
+	key := holdKey(scope(rule), subject)
+	fields := []string{"h\x00" + key, "n\x00" + key}
+	vals, err := g.rdb.HMGet(ctx, g.adminKey(), fields...).Result()
+	if err != nil {
+		return fmt.Errorf("pumping: lift: %w", err)
+	}
+	var keys []string
+	for _, v := range vals {
+		var e adminEntry
+		if s, ok := v.(string); ok && json.Unmarshal([]byte(s), &e) == nil {
+			keys = e.Keys
+		}
+	}
+	if keys == nil {
+		return otp.Errorf(otp.ENotFound, "%s %s is neither held nor near its budget", rule, subject)
+	}
+	for _, k := range keys { // one at a time: on a cluster they may be in different slots
+		if err := g.rdb.Del(ctx, k).Err(); err != nil {
+			return fmt.Errorf("pumping: lift: %w", err)
+		}
+	}
+	if err := g.rdb.HDel(ctx, g.adminKey(), fields...).Err(); err != nil {
+		return fmt.Errorf("pumping: lift: %w", err)
+	}
+	g.holds.drop(key)
+	if err := g.rdb.Publish(ctx, g.channel(), "lift "+key).Err(); err != nil {
+		return fmt.Errorf("pumping: lift: announcing it: %w", err)
+	}
+	return nil
+}

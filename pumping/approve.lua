@@ -1,0 +1,54 @@
+-- Credits an approved code to the subjects its text was counted in, once.
+--
+-- KEYS     the group's keys: for the destination group, the phone's record,
+--          its ranges, then its country and the country's pending set; for
+--          the caller group, its networks
+-- ARGV[1]  now in ms, or "" for Redis TIME
+-- ARGV[2]  bucket_ms
+-- ARGV[3]  nb: buckets in the window
+-- ARGV[4]  the phone (E.164)
+-- ARGV[5]  "d" for the destination group, "n" for the caller group
+--
+-- An approval counts in the current bucket. A country's text approved after
+-- its grace ran out stays counted unverified (the approval still raises the
+-- country's budget): a late code is rare, and undoing it in the bucket it
+-- matured in would need a record of that bucket per text.
+-- Returns {credited, network id}: credited 0 when the phone has no record
+-- of a counted text or was already approved (the caller group is then not
+-- credited either).
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local bucket, nb, phone = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local cur = math.floor(now / bucket)
+local day = math.floor(cur / nb)
+local oldest = cur - nb + 1
+local learned = 15 * bucket * nb
+
+local function credit(key)
+  if redis.call('HEXISTS', key, 'b') == 0 then redis.call('HSET', key, 'b', oldest) end
+  redis.call('HINCRBY', key, 'a' .. cur, 1)
+  redis.call('HINCRBY', key, 'A', 1)
+  local d = redis.call('HINCRBY', key, 'd' .. day, 1)
+  if redis.call('PTTL', key) < learned then redis.call('PEXPIRE', key, learned) end
+end
+
+if ARGV[5] == 'n' then
+  for i = 1, #KEYS do credit(KEYS[i]) end
+  return {1, ''}
+end
+
+local rec = KEYS[1]
+local r = redis.call('HMGET', rec, 'h', 'v', 'n')
+local h = tonumber(r[1])
+if h == nil or h < oldest or r[2] then
+  return {0, ''}
+end
+redis.call('HSET', rec, 'v', 1)
+redis.call('ZREM', KEYS[#KEYS], phone)
+for i = 2, #KEYS - 1 do credit(KEYS[i]) end
+return {1, r[3] or ''}

@@ -1,0 +1,37 @@
+-- Takes back a send decide.lua counted but that was never texted (the
+-- windows refused it, another group's rule did, or the provider sent
+-- nothing).
+--
+-- KEYS     as decide.lua's call, the same group
+-- ARGV[1]  the bucket decide.lua counted in
+-- ARGV[2]  the phone (E.164)
+-- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
+-- ARGV[4]  number of subjects; then per subject: kind, amount (the price
+--          for "m", else ignored)
+local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
+local n = tonumber(ARGV[4])
+local ki, ai = 1, 5
+local rec = nil
+for i = 1, n do
+  local kind, amount = ARGV[ai], tonumber(ARGV[ai + 1]) or 1
+  ai = ai + 2
+  if (kind == 'r' or kind == 'c') and rec == nil then
+    rec = KEYS[ki]
+    ki = ki + 1
+  end
+  local key = KEYS[ki]
+  ki = ki + 1
+  if kind == 'c' then
+    if new then redis.call('ZREM', KEYS[ki], phone) end
+    ki = ki + 1
+  elseif kind ~= 'r' or new then
+    if kind ~= 'm' then amount = 1 end
+    -- Only a bucket still in the window holds the count to take back.
+    if redis.call('HEXISTS', key, 's' .. x) == 1 then
+      redis.call('HINCRBY', key, 's' .. x, -amount)
+      redis.call('HINCRBY', key, 'S', -amount)
+    end
+  end
+end
+if rec ~= nil and new then redis.call('DEL', rec) end
+return 1

@@ -1,0 +1,757 @@
+package pumping
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+)
+
+// BenchmarkPumpingSimulation runs synthetic traffic through smsgw's pumping
+// rules on real Redis with a virtual clock, next to three baselines fed the
+// same traffic in the same run, and prints what each let through and whom
+// it refused. `make bench-pumping` runs it; docs/pumping.md explains it.
+//
+// Real users: six countries on a daily curve, each converting between 70%
+// and 90%, with resends, some behind carrier CGNAT addresses shared by many.
+// Every policy also has smsgw's per-IP and per-phone windows (kept in memory
+// here: the windows are not what is measured); their refusals are reported
+// apart. Warm scenarios run on one continuous timeline: a day of real
+// traffic first, then one day per attack, so the rules have history.
+func BenchmarkPumpingSimulation(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	scale := 1.0
+	if v := os.Getenv("SMSGW_SIM_SCALE"); v != "" {
+		fmt.Sscan(v, &scale)
+	}
+	for b.Loop() {
+		var rows []simRow
+		start := time.Now()
+		warm := newSim(rdb, prefix+"warm:", scale, 1)
+		warm.run(nil, 24*time.Hour) // history
+		for _, sc := range warmScenarios() {
+			rows = append(rows, warm.run(&sc, 24*time.Hour)...)
+		}
+		cold := newSim(rdb, prefix+"cold:", scale, 2)
+		sc := coldScenario()
+		rows = append(rows, cold.run(&sc, time.Hour)...)
+		printSim(rows, time.Since(start))
+		worstAttack, worstUsers := 0.0, 0.0
+		for _, r := range rows {
+			if r.policy == "smsgw" {
+				worstAttack = max(worstAttack, r.attackShare())
+				worstUsers = max(worstUsers, r.userShare())
+			}
+		}
+		b.ReportMetric(worstAttack*100, "worst-attack-%")
+		b.ReportMetric(worstUsers*100, "worst-users-refused-%")
+	}
+}
+
+// --- traffic ---
+
+type country struct {
+	code      string
+	share     float64 // of real users
+	convert   float64 // share of real users who verify
+	price     float64 // per text
+	templates []string
+}
+
+// Templates: "+" then digits; each x a random digit. Numbers are checked
+// against phonenumbers' metadata (valid, in this region) as generated.
+var countries = []country{
+	{"US", 0.34, 0.88, 0.008, []string{"+1650xxxxxxx", "+1415xxxxxxx", "+1212xxxxxxx", "+1305xxxxxxx", "+1713xxxxxxx", "+1917xxxxxxx"}},
+	{"GB", 0.20, 0.85, 0.04, []string{"+4474xxxxxxxx", "+4475xxxxxxxx", "+4477xxxxxxxx", "+4478xxxxxxxx", "+4479xxxxxxxx"}},
+	{"DE", 0.14, 0.90, 0.07, []string{"+49151xxxxxxxx", "+49176xxxxxxxx", "+49170xxxxxxxx"}},
+	{"BR", 0.13, 0.78, 0.02, []string{"+55119xxxxxxxx", "+55219xxxxxxxx", "+55319xxxxxxxx"}},
+	{"IN", 0.11, 0.72, 0.005, []string{"+919xxxxxxxxx", "+918xxxxxxxxx", "+917xxxxxxxxx"}},
+	{"NG", 0.08, 0.70, 0.03, []string{"+234803xxxxxxx", "+234806xxxxxxx", "+234813xxxxxxx"}},
+}
+
+// Destinations attackers favour, and what a text there costs.
+var exotic = map[string]struct {
+	price    float64
+	template string
+}{
+	"LV": {0.09, "+3712xxxxxxx"}, "PH": {0.12, "+63917xxxxxxx"}, "SL": {0.15, "+23276xxxxxx"},
+	"BT": {0.11, "+97517xxxxxx"}, "LT": {0.08, "+3706xxxxxxx"}, "EE": {0.08, "+3725xxxxxxx"},
+}
+
+func priceOf(c string) float64 {
+	for _, k := range countries {
+		if k.code == c {
+			return k.price
+		}
+	}
+	return exotic[c].price
+}
+
+// fill replaces each x of a template with a random digit.
+func fill(r *rand.Rand, t string) string {
+	var b strings.Builder
+	for _, c := range t {
+		if c == 'x' {
+			b.WriteByte(byte('0' + r.IntN(10)))
+		} else {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// numberIn draws valid numbers of region from templates.
+func numberIn(r *rand.Rand, region string, templates []string) otp.Phone {
+	for {
+		p, err := otp.ParsePhone(fill(r, templates[r.IntN(len(templates))]), "")
+		if err == nil && p.Country() == region {
+			return p
+		}
+	}
+}
+
+// network draws a real user's address: a carrier CGNAT address shared by
+// many, a residential IPv4 address, or an IPv6 /64.
+func network(r *rand.Rand, ci int) netip.Addr {
+	switch x := r.Float64(); {
+	case x < 0.25: // 12 CGNAT addresses per country
+		return netip.AddrFrom4([4]byte{100, byte(10 + ci), 0, byte(r.IntN(12))})
+	case x < 0.70: // residential pools: 40 /16s per country
+		return netip.AddrFrom4([4]byte{byte(20 + ci), byte(r.IntN(40)), byte(r.IntN(256)), byte(1 + r.IntN(254))})
+	default: // IPv6: 4 ISPs' /32s, a /64 per customer
+		var a [16]byte
+		a[0], a[1], a[2], a[3] = 0x2a, byte(ci), 0, byte(r.IntN(4))
+		for i := 4; i < 8; i++ {
+			a[i] = byte(r.IntN(256))
+		}
+		a[15] = 1
+		return netip.AddrFrom16(a)
+	}
+}
+
+// dailyRate is real users per second at time of day d: a night trough and
+// an evening peak, averaging about `avg`.
+func dailyRate(avg float64, d time.Duration) float64 {
+	h := d.Hours()
+	return avg * (1 + 0.7*math.Sin(2*math.Pi*(h-14)/24))
+}
+
+// --- attacks ---
+
+type attackKind int
+
+const (
+	sequential attackKind = iota // consecutive numbers from a start
+	spread                       // random numbers within ranges
+)
+
+// wave is one attacker's traffic.
+type wave struct {
+	start, dur time.Duration
+	rate       float64 // attempts per second
+	kind       attackKind
+	ranges     []string // templates with x for the digits it picks (sequential: the start number)
+	from       func(r *rand.Rand) netip.Addr
+	// verifyOwn is the share of attempts spent on texting and verifying the
+	// attacker's own numbers (ownNumbers) from the same networks, to fake
+	// conversion.
+	verifyOwn  float64
+	ownNumbers []otp.Phone
+}
+
+type scenario struct {
+	name  string
+	waves []wave
+}
+
+func rotating64In48(r *rand.Rand) netip.Addr {
+	return netip.AddrFrom16([16]byte{0x2a, 0x0b, 0x66, 0x00, 0x00, 0x07, byte(r.IntN(256)), byte(r.IntN(256)), 15: 9})
+}
+
+func newSlash24(r *rand.Rand) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(60 + r.IntN(100)), byte(r.IntN(256)), byte(r.IntN(256)), byte(1 + r.IntN(254))})
+}
+
+func warmScenarios() []scenario {
+	r := rand.New(rand.NewPCG(7, 7))
+	var dripRanges []string
+	for _, c := range []string{"LV", "PH", "SL", "BT", "LT", "EE"} {
+		for range 6 {
+			p := numberIn(r, c, []string{exotic[c].template})
+			dripRanges = append(dripRanges, p.E164[:len(p.E164)-4]+"xxxx")
+		}
+	}
+	for _, c := range []string{"GB", "IN"} {
+		for range 6 {
+			p := numberIn(r, c, countries[slices.IndexFunc(countries, func(k country) bool { return k.code == c })].templates)
+			dripRanges = append(dripRanges, p.E164[:len(p.E164)-4]+"xxxx")
+		}
+	}
+	var own []otp.Phone
+	for range 40 {
+		own = append(own, numberIn(r, "PH", []string{"+63918xxxxxxx"}))
+	}
+	h := time.Hour
+	return []scenario{
+		{"burst on one range, rotating /64s of one /48", []wave{{start: 14 * h, dur: 4 * time.Minute, rate: 25, kind: sequential,
+			ranges: []string{"+37126000000"}, from: rotating64In48}}},
+		{"residential proxies, a new /24 per request", []wave{{start: 10 * h, dur: 10 * time.Minute, rate: 10, kind: sequential,
+			ranges: []string{"+447400100000"}, from: newSlash24}}},
+		{"slow drip over 48 ranges of 8 countries", []wave{{start: time.Hour, dur: 22 * h, rate: 0.25, kind: spread,
+			ranges: dripRanges, from: newSlash24}}},
+		{"attack on the busiest country (US)", []wave{{start: 19 * h, dur: 10 * time.Minute, rate: 10, kind: spread,
+			ranges: []string{"+1650253xxxx", "+1713555xxxx"}, from: newSlash24}}},
+		{"attacker verifies own numbers to fake conversion", []wave{{start: 16 * h, dur: 30 * time.Minute, rate: 5, kind: sequential,
+			ranges: []string{"+639171000000"}, from: rotating64In48, verifyOwn: 0.03, ownNumbers: own}}},
+	}
+}
+
+func coldScenario() scenario {
+	return scenario{"first hour of a new deployment", []wave{{start: 5 * time.Minute, dur: 4 * time.Minute, rate: 25, kind: sequential,
+		ranges: []string{"+37126000000"}, from: rotating64In48}}}
+}
+
+// --- the event loop ---
+
+type eventKind int
+
+const (
+	evSend eventKind = iota
+	evVerify
+	evResend
+)
+
+// user is one person (or one attack attempt) and what they will do.
+type user struct {
+	phone     otp.Phone
+	ip        netip.Addr
+	attack    bool
+	own       bool // an attacker's own number, verified
+	verifies  bool
+	delay     time.Duration // from text to code typed
+	resendIn  time.Duration // 0: never
+	country   string
+	start     time.Duration // of the first send, from the period's start
+	refusedBy string        // first pumping rule that refused one of their sends
+	windowed  bool          // a window refused one of their sends
+	texts     int
+}
+
+type event struct {
+	at   time.Duration
+	kind eventKind
+	u    *user
+}
+
+type queue []event
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].at < q[j].at }
+func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)        { *q = append(*q, x.(event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// verdict of one send under one policy.
+type verdict struct {
+	pumping string // the refusing pumping rule
+	window  bool
+}
+
+// policy decides sends and hears approvals. Windows are each policy's own.
+type policy interface {
+	name() string
+	decide(now time.Time, u *user) verdict
+	approved(now time.Time, u *user)
+}
+
+// sim is one timeline: smsgw on Redis and the baselines in memory.
+type sim struct {
+	epoch    time.Time
+	elapsed  time.Duration
+	rng      *rand.Rand
+	scale    float64
+	policies []policy
+}
+
+func newSim(rdb redis.UniversalClient, prefix string, scale float64, seed uint64) *sim {
+	s := &sim{epoch: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(seed, 1)), scale: scale}
+	s.policies = []policy{
+		newSmsgw(rdb, prefix),
+		&windowsOnly{w: newWindows()},
+		newCountryQuarantine(),
+		newAuthgear(),
+	}
+	return s
+}
+
+// simTime carries a send's virtual time to the guard's clock.
+type simTime struct{}
+
+func virtualClock(ctx context.Context) time.Time { return ctx.Value(simTime{}).(time.Time) }
+
+type simRow struct {
+	scenario, policy         string
+	attempts, texts, decoys  int
+	cost                     float64
+	users, refused, windowed int
+	realTexts                int
+	// byRule counts the real users each pumping rule refused.
+	byRule map[string]int
+}
+
+func (r simRow) attackShare() float64 { return float64(r.texts) / float64(max(r.attempts, 1)) }
+func (r simRow) userShare() float64   { return float64(r.refused) / float64(max(r.users, 1)) }
+
+// generate lays out one period's users: real ones on the daily curve and
+// the scenario's attackers.
+func (s *sim) generate(sc *scenario, length time.Duration) []*user {
+	var out []*user
+	avg := 0.6 * s.scale
+	for t := time.Duration(0); t < length; {
+		rate := dailyRate(avg, t)
+		t += time.Duration(s.rng.ExpFloat64() / rate * float64(time.Second))
+		if t >= length {
+			break
+		}
+		ci := pick(s.rng, countries)
+		c := countries[ci]
+		u := &user{phone: numberIn(s.rng, c.code, c.templates), ip: network(s.rng, ci), country: c.code,
+			verifies: s.rng.Float64() < c.convert, delay: time.Duration(10+s.rng.IntN(110)) * time.Second}
+		if !u.verifies && s.rng.Float64() < 0.5 || s.rng.Float64() < 0.08 {
+			u.resendIn = time.Duration(60+s.rng.IntN(120)) * time.Second
+		}
+		u.start = t
+		out = append(out, u)
+	}
+	if sc == nil {
+		return out
+	}
+	for _, w := range sc.waves {
+		n := int(w.rate * w.dur.Seconds())
+		next := make([]int64, len(w.ranges))
+		for i := 0; i < n; i++ {
+			at := w.start + time.Duration(float64(i)/w.rate*float64(time.Second))
+			u := &user{attack: true, ip: w.from(s.rng)}
+			if w.verifyOwn > 0 && s.rng.Float64() < w.verifyOwn {
+				u.phone, u.own, u.verifies, u.delay = w.ownNumbers[s.rng.IntN(len(w.ownNumbers))], true, true, 20*time.Second
+			} else {
+				k := s.rng.IntN(len(w.ranges))
+				for {
+					var raw string
+					if w.kind == sequential {
+						raw = seqNumber(w.ranges[k], next[k])
+						next[k]++
+					} else {
+						raw = fill(s.rng, w.ranges[k])
+					}
+					if p, err := otp.ParsePhone(raw, ""); err == nil {
+						u.phone = p
+						break
+					}
+				}
+			}
+			u.country = countryOf(u.phone)
+			u.start = at
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// seqNumber is start + i, keeping the leading "+".
+func seqNumber(start string, i int64) string {
+	var n int64
+	fmt.Sscan(start[1:], &n)
+	return "+" + fmt.Sprint(n+i)
+}
+
+func pick(r *rand.Rand, cs []country) int {
+	x := r.Float64()
+	for i, c := range cs {
+		if x < c.share {
+			return i
+		}
+		x -= c.share
+	}
+	return len(cs) - 1
+}
+
+// run simulates length of time from where the timeline is, under sc (nil:
+// real traffic only), and returns one row per policy.
+func (s *sim) run(sc *scenario, length time.Duration) []simRow {
+	users := s.generate(sc, length)
+	base := s.elapsed
+	name := "history"
+	if sc != nil {
+		name = sc.name
+	}
+	var rows []simRow
+	var wg sync.WaitGroup
+	for _, p := range s.policies {
+		wg.Go(func() { rows = appendRow(rows, s.runPolicy(p, users, base, length, name)) })
+	}
+	wg.Wait()
+	s.elapsed += length
+	if sc == nil {
+		return nil
+	}
+	slices.SortFunc(rows, func(a, b simRow) int {
+		return cmp.Compare(slices.Index(policyOrder, a.policy), slices.Index(policyOrder, b.policy))
+	})
+	return rows
+}
+
+var rowsMu sync.Mutex
+
+func appendRow(rows []simRow, r simRow) []simRow {
+	rowsMu.Lock()
+	defer rowsMu.Unlock()
+	return append(rows, r)
+}
+
+var policyOrder = []string{"smsgw", "windows only", "country quarantine", "authgear"}
+
+// runPolicy plays the users through one policy: each user's own copy, so
+// policies never see each other's outcomes.
+func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, name string) simRow {
+	q := make(queue, 0, len(template))
+	for _, t := range template {
+		u := *t
+		q = append(q, event{at: base + t.start, kind: evSend, u: &u})
+	}
+	heap.Init(&q)
+	_, concurrent := p.(*smsgwPolicy)
+	row := simRow{scenario: name, policy: p.name()}
+	var batch []event
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if concurrent {
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 32)
+			for i := range batch {
+				sem <- struct{}{}
+				wg.Go(func() { defer func() { <-sem }(); s.handle(p, s.epoch.Add(batch[i].at), batch[i], &q) })
+			}
+			wg.Wait()
+		} else {
+			for i := range batch {
+				s.handle(p, s.epoch.Add(batch[i].at), batch[i], &q)
+			}
+		}
+		batch = batch[:0]
+	}
+	end := base + length + 10*time.Minute // let the last codes be typed
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(event)
+		if e.at >= end {
+			break
+		}
+		// Events within one virtual minute are decided together, each at
+		// its own time: the order inside a minute is the only liberty taken.
+		if len(batch) > 0 && e.at/time.Minute != batch[0].at/time.Minute {
+			flush()
+		}
+		batch = append(batch, e)
+	}
+	flush()
+	users := s.collect(p)
+	for _, u := range users {
+		switch {
+		case u.attack && u.own:
+			row.decoys += u.texts
+		case u.attack:
+			row.attempts++
+			row.texts += u.texts
+			row.cost += float64(u.texts) * priceOf(u.country)
+		default:
+			row.users++
+			row.realTexts += u.texts
+			if u.refusedBy != "" {
+				row.refused++
+				if row.byRule == nil {
+					row.byRule = map[string]int{}
+				}
+				row.byRule[u.refusedBy]++
+			} else if u.windowed {
+				row.windowed++
+			}
+		}
+	}
+	return row
+}
+
+// seen records every user a policy handled, for collect.
+var seen sync.Map // policy → *[]*user
+
+func (s *sim) collect(p policy) []*user {
+	v, ok := seen.LoadAndDelete(p)
+	if !ok {
+		return nil
+	}
+	return *v.(*userList).l
+}
+
+type userList struct {
+	mu sync.Mutex
+	l  *[]*user
+}
+
+func record(p policy, u *user) {
+	v, _ := seen.LoadOrStore(p, &userList{l: &[]*user{}})
+	ul := v.(*userList)
+	ul.mu.Lock()
+	*ul.l = append(*ul.l, u)
+	ul.mu.Unlock()
+}
+
+var queueMu sync.Mutex
+
+func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
+	u := e.u
+	at := e.at
+	switch e.kind {
+	case evSend, evResend:
+		if e.kind == evSend {
+			record(p, u)
+		}
+		v := p.decide(now, u)
+		switch {
+		case v.pumping != "":
+			if u.refusedBy == "" {
+				u.refusedBy = v.pumping
+			}
+			return
+		case v.window:
+			u.windowed = true
+			return
+		}
+		u.texts++
+		queueMu.Lock()
+		defer queueMu.Unlock()
+		if u.verifies && u.texts == 1 {
+			heap.Push(q, event{at: at + u.delay, kind: evVerify, u: u})
+		}
+		if e.kind == evSend && u.resendIn > 0 && !u.attack && (!u.verifies || u.resendIn < u.delay) {
+			heap.Push(q, event{at: at + u.resendIn, kind: evResend, u: u})
+		}
+	case evVerify:
+		p.approved(now, u)
+	}
+}
+
+// --- policies ---
+
+// windows are smsgw's per-IP and per-phone windows, exact, in memory.
+type windows struct {
+	mu   sync.Mutex
+	hits map[string][]time.Time
+}
+
+func newWindows() *windows { return &windows{hits: map[string][]time.Time{}} }
+
+var ipRules = []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}}
+var phoneRules = []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}}
+
+// allow admits a send if both subjects have room in every window, and
+// records it.
+func (w *windows) allow(now time.Time, u *user) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := []string{"ip:" + otp.IPKey(u.ip, 64), "phone:" + u.phone.E164}
+	for i, rules := range [][]otp.Rule{ipRules, phoneRules} {
+		h := w.hits[keys[i]]
+		cut := 0
+		for cut < len(h) && now.Sub(h[cut]) >= time.Hour {
+			cut++
+		}
+		h = h[cut:]
+		w.hits[keys[i]] = h
+		for _, r := range rules {
+			n := 0
+			for _, t := range h {
+				if now.Sub(t) < r.Window {
+					n++
+				}
+			}
+			if n >= r.Max {
+				return false
+			}
+		}
+	}
+	for _, k := range keys {
+		w.hits[k] = append(w.hits[k], now)
+	}
+	return true
+}
+
+type windowsOnly struct{ w *windows }
+
+func (p *windowsOnly) name() string { return "windows only" }
+func (p *windowsOnly) decide(now time.Time, u *user) verdict {
+	return verdict{window: !p.w.allow(now, u)}
+}
+func (p *windowsOnly) approved(time.Time, *user) {}
+
+// smsgwPolicy is the guard itself, on Redis, as config.toml ships it.
+type smsgwPolicy struct {
+	g *Guard
+	w *windows
+}
+
+func newSmsgw(rdb redis.UniversalClient, prefix string) *smsgwPolicy {
+	cfg := DefaultConfig()
+	cfg.HoldFor = 0 // the memory of refusals is per replica; decide everything in Redis here
+	return &smsgwPolicy{g: New(rdb, prefix, cfg, Options{Clock: virtualClock}), w: newWindows()}
+}
+
+func (p *smsgwPolicy) name() string { return "smsgw" }
+func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
+	if !p.w.allow(now, u) {
+		return verdict{window: true}
+	}
+	r, err := p.g.Reserve(context.WithValue(context.Background(), simTime{}, now), u.phone, u.ip, false)
+	if err != nil {
+		panic(err)
+	}
+	if r.Refused != nil {
+		return verdict{pumping: r.Refused.Rule}
+	}
+	return verdict{}
+}
+func (p *smsgwPolicy) approved(now time.Time, u *user) {
+	if err := p.g.Approved(context.WithValue(context.Background(), simTime{}, now), u.phone); err != nil {
+		panic(err)
+	}
+}
+
+// countryQuarantine is smsgw's previous rule: per country, over the last
+// hour, at least 100 texts with under 10% approved quarantines the whole
+// country for an hour.
+type countryQuarantine struct {
+	w    *windows
+	mu   sync.Mutex
+	sent map[string][]time.Time
+	apr  map[string][]time.Time
+	held map[string]time.Time
+}
+
+func newCountryQuarantine() *countryQuarantine {
+	return &countryQuarantine{w: newWindows(), sent: map[string][]time.Time{}, apr: map[string][]time.Time{}, held: map[string]time.Time{}}
+}
+
+func (p *countryQuarantine) name() string { return "country quarantine" }
+func (p *countryQuarantine) decide(now time.Time, u *user) verdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.Before(p.held[u.country]) {
+		return verdict{pumping: "country"}
+	}
+	if !p.w.allow(now, u) {
+		return verdict{window: true}
+	}
+	p.sent[u.country] = append(trim(p.sent[u.country], now, time.Hour), now)
+	s, a := len(p.sent[u.country]), len(trim(p.apr[u.country], now, time.Hour))
+	if s >= 100 && float64(a)/float64(s) < 0.1 {
+		p.held[u.country] = now.Add(time.Hour)
+		p.sent[u.country], p.apr[u.country] = nil, nil
+	}
+	return verdict{}
+}
+func (p *countryQuarantine) approved(now time.Time, u *user) {
+	p.mu.Lock()
+	p.apr[u.country] = append(p.apr[u.country], now)
+	p.mu.Unlock()
+}
+
+func trim(ts []time.Time, now time.Time, w time.Duration) []time.Time {
+	i := 0
+	for i < len(ts) && now.Sub(ts[i]) >= w {
+		i++
+	}
+	return ts[i:]
+}
+
+// authgear is the rule authgear publishes: per country, unverified texts in
+// the last 24 h at most max(20, 0.2 × the 14-day maximum of daily verified,
+// 0.2 × verified in the last 24 h).
+type authgear struct {
+	w        *windows
+	mu       sync.Mutex
+	sent     map[string][]time.Time
+	verified map[string][]time.Time
+	daily    map[string]map[int]int // country → day → verified
+}
+
+func newAuthgear() *authgear {
+	return &authgear{w: newWindows(), sent: map[string][]time.Time{}, verified: map[string][]time.Time{}, daily: map[string]map[int]int{}}
+}
+
+func (p *authgear) name() string { return "authgear" }
+func (p *authgear) decide(now time.Time, u *user) verdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := u.country
+	p.sent[c] = trim(p.sent[c], now, 24*time.Hour)
+	p.verified[c] = trim(p.verified[c], now, 24*time.Hour)
+	day := int(now.Unix() / 86400)
+	peak := 0
+	for d := day - 14; d < day; d++ {
+		peak = max(peak, p.daily[c][d])
+	}
+	unverified := len(p.sent[c]) - len(p.verified[c])
+	limit := max(20, 0.2*float64(peak), 0.2*float64(len(p.verified[c])))
+	if float64(unverified) >= limit {
+		return verdict{pumping: "authgear"}
+	}
+	if !p.w.allow(now, u) {
+		return verdict{window: true}
+	}
+	p.sent[c] = append(p.sent[c], now)
+	return verdict{}
+}
+func (p *authgear) approved(now time.Time, u *user) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.verified[u.country] = append(p.verified[u.country], now)
+	if p.daily[u.country] == nil {
+		p.daily[u.country] = map[int]int{}
+	}
+	p.daily[u.country][int(now.Unix()/86400)]++
+}
+
+func printSim(rows []simRow, took time.Duration) {
+	fmt.Printf("\nSMS pumping simulation (%s; real traffic %.1f users/s on average)\n\n", took.Round(time.Second), 0.6)
+	fmt.Printf("| scenario | policy | attack attempts | attack texts | share | cost | real users | refused by a pumping rule | share | refused by windows (CGNAT) |\n")
+	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %d | %d | %.2f%% | %.2f | %d | %d | %.3f%% | %d |\n", r.scenario, r.policy, r.attempts, r.texts,
+			100*r.attackShare(), r.cost, r.users, r.refused, 100*r.userShare(), r.windowed)
+	}
+	fmt.Println()
+	for _, r := range rows {
+		if r.policy == "smsgw" && len(r.byRule) > 0 {
+			fmt.Printf("smsgw, %s: real users refused by rule %v\n", r.scenario, r.byRule)
+		}
+	}
+}
