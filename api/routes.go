@@ -19,6 +19,13 @@ func addRoutes(e *echo.Echo, log *slog.Logger, cfg Config, d Deps, m *httpMetric
 	admin.GET("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
 	admin.DELETE("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
 	admin.GET("/audit", handleAdminAudit(d.AuditReader, cfg.DefaultRegion, d.AuditLog, log, m))
+	if d.Pumping != nil {
+		admin.GET("/pumping", handleAdminPumping(d.Pumping, d.AuditLog, log, m))
+		admin.DELETE("/pumping", handleAdminPumping(d.Pumping, d.AuditLog, log, m))
+		admin.GET("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
+		admin.POST("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
+		admin.DELETE("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
+	}
 
 	if cfg.Twilio != nil && d.Deliveries != nil {
 		e.POST("/v1/webhooks/twilio/status", handleTwilioStatus(*cfg.Twilio, d.Deliveries, log, m))

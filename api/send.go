@@ -16,6 +16,8 @@ type sendRequest struct {
 	Phone  string `json:"phone"`
 	Region string `json:"region"`
 	Locale string `json:"locale"`
+	// ChallengeToken is a solved bot challenge (see pumping.challenge).
+	ChallengeToken string `json:"challenge_token"`
 }
 
 type sendResponse struct {
@@ -35,6 +37,9 @@ func (r sendRequest) validate() error {
 	}
 	if len(r.Locale) > 35 {
 		return otp.Errorf(otp.EInvalidRequest, "locale must be a BCP 47 language tag such as \"es-MX\"")
+	}
+	if len(r.ChallengeToken) > 4096 {
+		return otp.Errorf(otp.EInvalidRequest, "challenge_token is longer than 4096 bytes")
 	}
 	return nil
 }
@@ -76,7 +81,7 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		}
 		res, err := svc.Send(ctx, otp.SendRequest{
 			Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
-			ClientIP: ev.ClientIP, IdempotencyKey: key,
+			ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken,
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID

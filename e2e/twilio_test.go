@@ -195,6 +195,9 @@ func TestFailoverAndIdempotencyAcrossProcesses(t *testing.T) {
 [server]
 trusted_proxies = ["127.0.0.0/8"]
 
+[pumping]
+mode = "off"
+
 [sender]
 providers = ["http", "fake"]
 

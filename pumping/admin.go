@@ -66,7 +66,7 @@ func (g *Guard) noteNear(ctx context.Context, c call) {
 	}
 	s := c.grp.subjects[i-1]
 	key := holdKey(scope(s.rule), s.id)
-	now := g.now()
+	now := g.nowCtx(ctx)
 	if _, seen := g.nearSeen.get(key, now); seen {
 		return
 	}
@@ -92,7 +92,7 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 	if err != nil {
 		return nil, nil, fmt.Errorf("pumping: holds: %w", err)
 	}
-	now := g.now()
+	now := g.nowCtx(ctx)
 	var stale []string
 	for field, v := range all {
 		var e adminEntry

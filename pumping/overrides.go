@@ -81,7 +81,7 @@ func (g *Guard) ListOverrides(ctx context.Context) ([]otp.Override, error) {
 	if err := g.overrides.reload(ctx); err != nil {
 		return nil, fmt.Errorf("pumping: overrides: %w", err)
 	}
-	now := g.now()
+	now := g.nowCtx(ctx)
 	var out []otp.Override
 	for _, o := range *g.overrides.byID.Load() {
 		if now.Before(o.ExpiresAt) {
@@ -101,7 +101,7 @@ func (g *Guard) SetOverride(ctx context.Context, o otp.Override) error {
 	if o.Action != otp.OverrideAllow && o.Action != otp.OverrideBlock {
 		return otp.Errorf(otp.EInvalidRequest, "action must be \"allow\" or \"block\"")
 	}
-	if !o.ExpiresAt.After(g.now()) {
+	if !o.ExpiresAt.After(g.nowCtx(ctx)) {
 		return otp.Errorf(otp.EInvalidRequest, "the override must expire in the future")
 	}
 	if len(o.Note) > 500 {
@@ -110,7 +110,7 @@ func (g *Guard) SetOverride(ctx context.Context, o otp.Override) error {
 	if err := g.overrides.reload(ctx); err != nil {
 		return fmt.Errorf("pumping: overrides: %w", err)
 	}
-	now := g.now()
+	now := g.nowCtx(ctx)
 	var expired []string
 	for t, old := range *g.overrides.byID.Load() {
 		if !now.Before(old.ExpiresAt) {

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"smsgw/otp"
+)
+
+type pumpingHoldJSON struct {
+	Rule      string  `json:"rule"`
+	Subject   string  `json:"subject"`
+	Used      float64 `json:"used"`
+	Limit     float64 `json:"limit"`
+	ExpiresIn int64   `json:"expires_in"` // seconds the hold (or the listing) lasts if nothing is approved
+}
+
+type overrideJSON struct {
+	Target    string    `json:"target"`
+	Action    string    `json:"action"`
+	Note      string    `json:"note"`
+	ExpiresAt time.Time `json:"expires_at"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type pumpingJSON struct {
+	Held      []pumpingHoldJSON `json:"held"`
+	Near      []pumpingHoldJSON `json:"near"`
+	Overrides []overrideJSON    `json:"overrides"`
+}
+
+func holdsJSON(list []otp.PumpingHold) []pumpingHoldJSON {
+	out := make([]pumpingHoldJSON, 0, len(list))
+	for _, h := range list {
+		out = append(out, pumpingHoldJSON{Rule: h.Rule, Subject: h.Subject, Used: h.Used, Limit: h.Limit, ExpiresIn: ceilSeconds(h.Remaining)})
+	}
+	return out
+}
+
+func overridesJSON(list []otp.Override) []overrideJSON {
+	out := make([]overrideJSON, 0, len(list))
+	for _, o := range list {
+		out = append(out, overrideJSON{Target: o.Target, Action: string(o.Action), Note: o.Note, ExpiresAt: o.ExpiresAt, CreatedAt: o.CreatedAt})
+	}
+	return out
+}
+
+// pumpingView is what GET /v1/admin/pumping shows: held subjects, those near
+// their budgets, and the overrides.
+func pumpingView(ctx context.Context, p otp.PumpingAdmin) (pumpingJSON, error) {
+	held, near, err := p.Holds(ctx)
+	if err != nil {
+		return pumpingJSON{}, err
+	}
+	ov, err := p.ListOverrides(ctx)
+	if err != nil {
+		return pumpingJSON{}, err
+	}
+	return pumpingJSON{Held: holdsJSON(held), Near: holdsJSON(near), Overrides: overridesJSON(ov)}, nil
+}
+
+func pumpingUnavailable(err error) error {
+	var e *otp.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &otp.Error{Code: otp.EUnavailable, Message: "the pumping guard is temporarily unavailable", Err: err}
+}
+
+// handleAdminPumping lists (GET) what the pumping rules hold, or lifts
+// (DELETE ?rule=&subject=) one hold on every replica: the subject's counts
+// start afresh.
+func handleAdminPumping(p otp.PumpingAdmin, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if c.Request().Method == http.MethodDelete {
+			rule, subject := c.QueryParam("rule"), plusFromQuery(c.QueryParam("subject"))
+			var err error
+			if rule == "" || subject == "" {
+				err = otp.Errorf(otp.EInvalidRequest, "rule and subject are required, as GET /v1/admin/pumping lists them")
+			} else if lerr := p.Lift(ctx, rule, subject); lerr != nil {
+				err = pumpingUnavailable(lerr)
+			}
+			auditAdmin(ctx, c, auditLog, log, m, "pumping.lift:"+rule+":"+subject, "", err)
+			if err != nil {
+				return err
+			}
+		}
+		v, err := pumpingView(ctx, p)
+		if c.Request().Method == http.MethodGet {
+			auditAdmin(ctx, c, auditLog, log, m, "pumping.list", "", err)
+		}
+		if err != nil {
+			return pumpingUnavailable(err)
+		}
+		return c.JSON(http.StatusOK, v)
+	}
+}
+
+// overrideRequest is POST /v1/admin/overrides's body. expires_in (seconds)
+// or expires_at (RFC 3339), one of them.
+type overrideRequest struct {
+	Target    string     `json:"target"`
+	Action    string     `json:"action"`
+	Note      string     `json:"note"`
+	ExpiresIn *int64     `json:"expires_in"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// maxOverrideFor bounds an override: a forgotten allow must not exempt a
+// range forever.
+const maxOverrideFor = 365 * 24 * time.Hour
+
+func decodeOverride(c echo.Context, now time.Time) (otp.Override, error) {
+	var req overrideRequest
+	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return otp.Override{}, otp.Errorf(otp.EInvalidRequest, "body must be a JSON object with target, action, note and expires_in or expires_at")
+	}
+	o := otp.Override{Target: strings.TrimSpace(req.Target), Action: otp.OverrideAction(req.Action), Note: req.Note, CreatedAt: now}
+	switch {
+	case req.ExpiresIn != nil && req.ExpiresAt == nil:
+		if *req.ExpiresIn < 1 || time.Duration(*req.ExpiresIn)*time.Second > maxOverrideFor {
+			return o, otp.Errorf(otp.EInvalidRequest, "expires_in must be 1 to %d seconds", int64(maxOverrideFor/time.Second))
+		}
+		o.ExpiresAt = now.Add(time.Duration(*req.ExpiresIn) * time.Second)
+	case req.ExpiresAt != nil && req.ExpiresIn == nil:
+		if req.ExpiresAt.Sub(now) > maxOverrideFor {
+			return o, otp.Errorf(otp.EInvalidRequest, "expires_at must be within a year")
+		}
+		o.ExpiresAt = req.ExpiresAt.UTC()
+	default:
+		return o, otp.Errorf(otp.EInvalidRequest, "give exactly one of expires_in and expires_at")
+	}
+	return o, nil
+}
+
+// handleAdminOverrides lists (GET), sets (POST) or deletes (DELETE ?target=)
+// operators' overrides: allow exempts a number or range from the pumping
+// rules and the spend ceiling (never the windows); block refuses it.
+func handleAdminOverrides(p otp.PumpingAdmin, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		switch c.Request().Method {
+		case http.MethodPost:
+			o, err := decodeOverride(c, time.Now().UTC())
+			if err == nil {
+				err = p.SetOverride(ctx, o)
+			}
+			auditAdmin(ctx, c, auditLog, log, m, "override.set:"+string(o.Action)+":"+o.Target, "", err)
+			if err != nil {
+				return pumpingUnavailable(err)
+			}
+		case http.MethodDelete:
+			target := plusFromQuery(c.QueryParam("target"))
+			err := p.DeleteOverride(ctx, target)
+			auditAdmin(ctx, c, auditLog, log, m, "override.delete:"+target, "", err)
+			if err != nil {
+				return pumpingUnavailable(err)
+			}
+		}
+		list, err := p.ListOverrides(ctx)
+		if c.Request().Method == http.MethodGet {
+			auditAdmin(ctx, c, auditLog, log, m, "override.list", "", err)
+		}
+		if err != nil {
+			return pumpingUnavailable(err)
+		}
+		return c.JSON(http.StatusOK, overridesJSON(list))
+	}
+}
