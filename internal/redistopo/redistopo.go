@@ -1,0 +1,316 @@
+// Package redistopo starts real Redis topologies for tests: a Redis Cluster
+// and a primary with a replica watched by Redis Sentinel, each on free
+// loopback ports, from Debian's redis-server, torn down when the test ends
+// (failed or not).
+package redistopo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/testenv"
+)
+
+// Node is one redis-server process of the test's own.
+type Node struct {
+	Addr   string
+	Port   int
+	cmd    *exec.Cmd
+	out    *testenv.Buffer
+	exited chan struct{}
+}
+
+// Kill ends the node at once (SIGKILL), as a crash would.
+func (n *Node) Kill() {
+	if n.cmd.Process != nil {
+		_ = n.cmd.Process.Kill()
+		<-n.exited
+	}
+}
+
+// Pause freezes the node (SIGSTOP); Resume lets it go on.
+func (n *Node) Pause()  { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
+func (n *Node) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Client is a plain client on this node alone.
+func (n *Node) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second})
+}
+
+func (n *Node) alive() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// serverBinary finds redis-server, failing (in CI) or skipping the test when
+// it is missing; make test installs it.
+func serverBinary(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		testenv.Unavailable(t, "redis-server (apt-get install redis-server)", err)
+	}
+	return p
+}
+
+// freePort finds a loopback port that is free, and whose cluster bus port
+// (port + 10000) is free too.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(25000)
+		if portFree(p) && portFree(p+10000) {
+			return p
+		}
+	}
+	t.Fatal("redistopo: no free loopback port")
+	return 0
+}
+
+func portFree(p int) bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// start runs redis-server with args (after a config file, if any) in a
+// directory of its own, retrying on another port if the chosen one was taken
+// meanwhile, and waits until it answers PING.
+func start(t testing.TB, conf func(port int, dir string) []string) *Node {
+	t.Helper()
+	bin := serverBinary(t)
+	var last string
+	for range 5 {
+		port := freePort(t)
+		dir := t.TempDir()
+		n := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, out: &testenv.Buffer{}, exited: make(chan struct{})}
+		n.cmd = exec.Command(bin, conf(port, dir)...)
+		n.cmd.Dir = dir
+		n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
+		// The server dies with the test process even if cleanup never runs.
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := n.cmd.Start(); err != nil {
+			t.Fatalf("redistopo: start redis-server: %v", err)
+		}
+		go func() { _ = n.cmd.Wait(); close(n.exited) }()
+		t.Cleanup(func() {
+			n.Resume()
+			n.Kill()
+			if t.Failed() {
+				t.Logf("redis-server %s output:\n%s", n.Addr, n.out.String())
+			}
+		})
+		c := n.Client()
+		err := poll(15*time.Second, func() error {
+			if !n.alive() {
+				return errExited
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return c.Ping(ctx).Err()
+		})
+		c.Close()
+		if err == nil {
+			return n
+		}
+		last = n.out.String()
+		n.Kill()
+	}
+	t.Fatalf("redistopo: redis-server did not start:\n%s", last)
+	return nil
+}
+
+var errExited = fmt.Errorf("redis-server exited")
+
+// poll calls f until it succeeds or d has passed, and returns its last error.
+func poll(d time.Duration, f func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil || err == errExited || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func baseArgs(port int, dir string) []string {
+	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--logfile", ""}
+}
+
+// Cluster is a Redis Cluster of masters without replicas.
+type Cluster struct {
+	Nodes []*Node
+}
+
+// Addrs lists the nodes' addresses, as cluster_addrs wants them.
+func (c *Cluster) Addrs() []string {
+	a := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		a[i] = n.Addr
+	}
+	return a
+}
+
+// Client is a cluster client on it.
+func (c *Cluster) Client() *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second})
+}
+
+// StartCluster starts masters cluster nodes, assigns them the hash slots in
+// equal ranges, and waits until every node says the cluster is ok.
+func StartCluster(t testing.TB, masters int) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	for range masters {
+		c.Nodes = append(c.Nodes, start(t, func(port int, dir string) []string {
+			return append(baseArgs(port, dir), "--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
+		}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := c.Nodes[0].Client()
+	defer first.Close()
+	for i, n := range c.Nodes {
+		cl := n.Client()
+		lo, hi := i*16384/masters, (i+1)*16384/masters-1
+		slots := make([]int, 0, hi-lo+1)
+		for s := lo; s <= hi; s++ {
+			slots = append(slots, s)
+		}
+		err := cl.ClusterAddSlots(ctx, slots...).Err()
+		if err == nil && i > 0 {
+			err = first.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port)).Err()
+		}
+		cl.Close()
+		if err != nil {
+			t.Fatalf("redistopo: cluster setup on %s: %v", n.Addr, err)
+		}
+	}
+	for _, n := range c.Nodes {
+		cl := n.Client()
+		err := poll(60*time.Second, func() error {
+			info, err := cl.ClusterInfo(ctx).Result()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(masters)) {
+				return fmt.Errorf("not ready: %s", firstLine(info))
+			}
+			return nil
+		})
+		cl.Close()
+		if err != nil {
+			t.Fatalf("redistopo: cluster node %s never became ok: %v", n.Addr, err)
+		}
+	}
+	return c
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
+}
+
+// SentinelSet is one primary, its replica and the sentinels watching them.
+type SentinelSet struct {
+	Master    string // the name the sentinels monitor
+	Primary   *Node
+	Replica   *Node
+	Sentinels []*Node
+}
+
+// SentinelAddrs lists the sentinels, as sentinel_addrs wants them.
+func (s *SentinelSet) SentinelAddrs() []string {
+	a := make([]string, len(s.Sentinels))
+	for i, n := range s.Sentinels {
+		a[i] = n.Addr
+	}
+	return a
+}
+
+// StartSentinel starts a primary, a replica of it, and sentinels (quorum:
+// a majority) that call the primary down after downAfter, and waits until
+// the replica is in sync and every sentinel knows the replica and the other
+// sentinels, so that a failover can happen.
+func StartSentinel(t testing.TB, sentinels int, downAfter time.Duration) *SentinelSet {
+	t.Helper()
+	s := &SentinelSet{Master: "smsgw"}
+	s.Primary = start(t, baseArgs)
+	s.Replica = start(t, func(port int, dir string) []string {
+		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port))
+	})
+	rc := s.Replica.Client()
+	defer rc.Close()
+	ctx := context.Background()
+	if err := poll(30*time.Second, func() error {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica not in sync")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("redistopo: replica: %v", err)
+	}
+	for range sentinels {
+		s.Sentinels = append(s.Sentinels, start(t, func(port int, dir string) []string {
+			conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile \"\"\n"+
+				"sentinel monitor %s 127.0.0.1 %d %d\n"+
+				"sentinel down-after-milliseconds %s %d\n"+
+				"sentinel failover-timeout %s 10000\n"+
+				"sentinel parallel-syncs %s 1\n",
+				port, dir, s.Master, s.Primary.Port, sentinels/2+1, s.Master, downAfter.Milliseconds(), s.Master, s.Master)
+			path := filepath.Join(dir, "sentinel.conf")
+			if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{path, "--sentinel"}
+		}))
+	}
+	for _, n := range s.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: n.Addr})
+		err := poll(60*time.Second, func() error {
+			reps, err := sc.Replicas(ctx, s.Master).Result()
+			if err != nil {
+				return err
+			}
+			peers, err := sc.Sentinels(ctx, s.Master).Result()
+			if err != nil {
+				return err
+			}
+			if len(reps) < 1 || len(peers) < sentinels-1 {
+				return fmt.Errorf("sentinel %s knows %d replicas, %d peers", n.Addr, len(reps), len(peers))
+			}
+			return nil
+		})
+		sc.Close()
+		if err != nil {
+			t.Fatalf("redistopo: %v", err)
+		}
+	}
+	return s
+}
