@@ -3,7 +3,9 @@ package redisbatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,11 +17,16 @@ import (
 // service pays no added delay; under load one write and one read on each side
 // serve many calls, which is most of what a small script costs. Each call is
 // still its own atomic script.
+//
+// Every call is bounded by its own deadline (Timeout from when it was made),
+// not by the pipelines ahead of it: when Redis stops answering, a call
+// queued behind stuck pipelines fails at its deadline and is never sent.
 type Batcher struct {
-	rdb     redis.Cmdable
-	slots   int           // pipelines in flight at most
-	max     int           // calls in one pipeline at most
-	timeout time.Duration // bound on one pipeline's round trip
+	rdb      redis.Cmdable
+	slots    int           // pipelines in flight at most
+	max      int           // calls in one pipeline at most
+	timeout  time.Duration // bound on one call, queueing included
+	replicas int           // WAIT for this many replicas after each pipeline
 
 	mu      sync.Mutex
 	queue   []*call
@@ -30,9 +37,25 @@ type Batcher struct {
 type Options struct {
 	// Pipelines is how many pipelines may be in flight at once (default 2).
 	Pipelines int
-	// Timeout bounds one pipeline's round trip (default 1s). The Redis
-	// client's own timeouts apply too; the shorter wins.
+	// Timeout bounds each call from the moment it is made, time spent
+	// waiting for a pipeline included (default 1s). The caller's context
+	// may end it sooner.
 	Timeout time.Duration
+	// MinReplicas > 0 ends every pipeline with WAIT: a call's writes count
+	// only once that many replicas hold them. A call whose pipeline was not
+	// acknowledged in time gets a *NotReplicatedError (its reply still in the
+	// command). rdb must then be a client of one primary, not a Cluster.
+	MinReplicas int
+}
+
+// NotReplicatedError says a call ran on the primary but fewer replicas than
+// wanted acknowledged it in time: a failover could lose its writes.
+type NotReplicatedError struct {
+	Acked, Want int
+}
+
+func (e *NotReplicatedError) Error() string {
+	return fmt.Sprintf("redis: written to the primary but only %d of %d replicas acknowledged in time", e.Acked, e.Want)
 }
 
 // New returns a Batcher on rdb.
@@ -43,23 +66,30 @@ func New(rdb redis.Cmdable, o Options) *Batcher {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
 	}
-	return &Batcher{rdb: rdb, slots: o.Pipelines, max: 128, timeout: o.Timeout}
+	return &Batcher{rdb: rdb, slots: o.Pipelines, max: 128, timeout: o.Timeout, replicas: max(o.MinReplicas, 0)}
 }
 
 type call struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
-	done   chan struct{}
+	script   *redis.Script
+	keys     []string
+	args     []any
+	deadline time.Time
+	cmd      *redis.Cmd
+	done     chan struct{}
+	gone     atomic.Bool // the caller stopped waiting; if not yet sent, it never is
 }
 
 // Run runs script (EVALSHA, loading it after a SCRIPT FLUSH or a restart) and
-// waits for its answer or for ctx. A call abandoned by its caller still runs:
-// its effects happen, and the caller, having got an error, must assume they
-// may have.
+// waits for its answer, for ctx, or for the batcher's timeout, whichever
+// comes first. A call given up before its pipeline left is never sent; one
+// given up later may still run, and its caller, having got an error, must
+// assume its effects may have happened.
 func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	c := &call{script: script, keys: keys, args: args, done: make(chan struct{})}
+	deadline := time.Now().Add(b.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c := &call{script: script, keys: keys, args: args, deadline: deadline, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	if b.running < b.slots {
@@ -67,14 +97,21 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 		go b.drain()
 	}
 	b.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var err error
 	select {
 	case <-c.done:
 		return c.cmd
 	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
+		err = ctx.Err()
+	case <-timer.C:
+		err = context.DeadlineExceeded
 	}
+	c.gone.Store(true)
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(fmt.Errorf("redis: no answer in time: %w", err))
+	return cmd
 }
 
 // drain sends pipelines until the queue is empty, then frees its slot.
@@ -95,11 +132,34 @@ func (b *Batcher) drain() {
 }
 
 func (b *Batcher) send(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	b.exec(ctx, batch)
-	// After SCRIPT FLUSH or a Redis restart a script is gone: load it again
-	// and resend the calls that missed it.
+	// Calls whose callers gave up are dropped; the pipeline may run until the
+	// last remaining caller's deadline.
+	live := batch[:0:0]
+	var last time.Time
+	for _, c := range batch {
+		if c.gone.Load() {
+			continue
+		}
+		live = append(live, c)
+		if c.deadline.After(last) {
+			last = c.deadline
+		}
+	}
+	if len(live) > 0 {
+		ctx, cancel := context.WithDeadline(context.Background(), last)
+		b.exec(ctx, live)
+		b.reloadMissing(ctx, live)
+		cancel()
+	}
+	for _, c := range batch {
+		close(c.done)
+	}
+}
+
+// reloadMissing loads scripts that Redis lost (SCRIPT FLUSH, a restart, a
+// failover to a replica that never loaded them) and resends the calls that
+// missed them.
+func (b *Batcher) reloadMissing(ctx context.Context, batch []*call) {
 	var missed []*call
 	loaded := map[*redis.Script]error{}
 	for _, c := range batch {
@@ -116,9 +176,6 @@ func (b *Batcher) send(batch []*call) {
 	if len(missed) > 0 {
 		b.exec(ctx, missed)
 	}
-	for _, c := range batch {
-		close(c.done)
-	}
 }
 
 func (b *Batcher) exec(ctx context.Context, batch []*call) {
@@ -126,5 +183,27 @@ func (b *Batcher) exec(ctx context.Context, batch []*call) {
 	for _, c := range batch {
 		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	var wait *redis.IntCmd
+	if b.replicas > 0 {
+		// WAIT on the pipeline's own connection covers every write above.
+		// It gives up a little before the pipeline's deadline so that its
+		// answer (how many replicas did acknowledge) still arrives.
+		d, _ := ctx.Deadline()
+		ms := max(time.Until(d).Milliseconds()*4/5, 1)
+		wait = redis.NewIntCmd(ctx, "wait", b.replicas, ms)
+		_ = pipe.Process(ctx, wait)
+	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if wait == nil {
+		return
+	}
+	acked, err := wait.Result()
+	if err == nil && int(acked) >= b.replicas {
+		return
+	}
+	for _, c := range batch {
+		if c.cmd.Err() == nil {
+			c.cmd.SetErr(&NotReplicatedError{Acked: int(acked), Want: b.replicas})
+		}
+	}
 }

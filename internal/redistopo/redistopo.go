@@ -233,6 +233,38 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// StartSingle starts one Redis of the test's own (one it may freeze, kill
+// or flush without disturbing anyone).
+func StartSingle(t testing.TB) *Node {
+	t.Helper()
+	return start(t, baseArgs)
+}
+
+// StartReplicated starts a primary and a replica of it, and waits until the
+// replica is in sync.
+func StartReplicated(t testing.TB) (primary, replica *Node) {
+	t.Helper()
+	primary = start(t, baseArgs)
+	replica = start(t, func(port int, dir string) []string {
+		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	})
+	rc := replica.Client()
+	defer rc.Close()
+	if err := poll(30*time.Second, func() error {
+		info, err := rc.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica not in sync")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("redistopo: replica: %v", err)
+	}
+	return primary, replica
+}
+
 // SentinelSet is one primary, its replica and the sentinels watching them.
 type SentinelSet struct {
 	Master    string // the name the sentinels monitor
@@ -257,25 +289,8 @@ func (s *SentinelSet) SentinelAddrs() []string {
 func StartSentinel(t testing.TB, sentinels int, downAfter time.Duration) *SentinelSet {
 	t.Helper()
 	s := &SentinelSet{Master: "smsgw"}
-	s.Primary = start(t, baseArgs)
-	s.Replica = start(t, func(port int, dir string) []string {
-		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", strconv.Itoa(s.Primary.Port))
-	})
-	rc := s.Replica.Client()
-	defer rc.Close()
+	s.Primary, s.Replica = StartReplicated(t)
 	ctx := context.Background()
-	if err := poll(30*time.Second, func() error {
-		info, err := rc.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "master_link_status:up") {
-			return fmt.Errorf("replica not in sync")
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("redistopo: replica: %v", err)
-	}
 	for range sentinels {
 		s.Sentinels = append(s.Sentinels, start(t, func(port int, dir string) []string {
 			conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile \"\"\n"+

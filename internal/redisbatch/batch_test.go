@@ -1,0 +1,212 @@
+package redisbatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/redisbatch"
+	"smsgw/internal/redistopo"
+	"smsgw/internal/testenv"
+)
+
+// incr counts calls: each call's answer is how many ran before it, plus one.
+var incr = redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+
+func TestRacingCallsEachGetTheirOwnAnswer(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	b := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
+	const n = 500
+	seen := make([]bool, n+1)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			v, err := b.Run(context.Background(), incr, []string{prefix + "n"}).Int64()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if v < 1 || v > n || seen[v] {
+				t.Errorf("answer %d given twice or out of range", v)
+				return
+			}
+			seen[v] = true
+		})
+	}
+	wg.Wait()
+}
+
+func TestScriptsAreLoadedAgainAfterAFlush(t *testing.T) {
+	node := redistopo.StartSingle(t)
+	rdb := node.Client()
+	defer rdb.Close()
+	b := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
+	ctx := context.Background()
+	for i := range 3 {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if err := b.Run(ctx, incr, []string{"n"}).Err(); err != nil {
+					t.Errorf("round %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if got, _ := rdb.Get(ctx, "n").Int(); got != 60 {
+		t.Fatalf("counter is %d after 60 calls, want 60", got)
+	}
+}
+
+// A frozen Redis (SIGSTOP) holds both pipelines; every call made meanwhile
+// must fail at its own deadline, not after the pipelines ahead of it, and a
+// call given up before it was sent must never run.
+func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
+	node := redistopo.StartSingle(t)
+	rdb := node.Client()
+	defer rdb.Close()
+	const timeout = 500 * time.Millisecond
+	fast := redis.NewClient(&redis.Options{Addr: node.Addr, ReadTimeout: timeout, WriteTimeout: timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer fast.Close()
+	b := redisbatch.New(fast, redisbatch.Options{Pipelines: 2, Timeout: timeout})
+	ctx := context.Background()
+	if err := b.Run(ctx, incr, []string{"warm"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.Pause()
+	defer node.Resume()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var worst time.Duration
+	// Waves keep the pipeline slots busy, so later calls queue behind them.
+	for wave := range 5 {
+		for range 40 {
+			wg.Go(func() {
+				start := time.Now()
+				err := b.Run(ctx, incr, []string{"n"}).Err()
+				took := time.Since(start)
+				if err == nil {
+					t.Errorf("wave %d: a call to a frozen Redis succeeded", wave)
+				}
+				mu.Lock()
+				worst = max(worst, took)
+				mu.Unlock()
+			})
+		}
+		time.Sleep(timeout / 4) // spacing the waves, not waiting for an event
+	}
+	wg.Wait()
+	t.Logf("slowest failure: %v (timeout %v)", worst, timeout)
+	// The old batcher made queued calls wait for the pipelines ahead: up to
+	// three timeouts. A call now fails at its own deadline; the margin is for
+	// a loaded -race run.
+	if worst > timeout+timeout/2 {
+		t.Errorf("a call took %v to fail with redis.timeout %v", worst, timeout)
+	}
+	node.Resume()
+	if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
+		// The first call after a freeze may meet a connection closed by the
+		// timeouts; the next one must work.
+		if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At most the two pipelines already written to the socket ran (at most
+	// 40 calls each, the first wave); none of the calls queued behind them.
+	if ran, _ := rdb.Get(ctx, "n").Int(); ran > 80 {
+		t.Fatalf("%d calls ran after their callers gave up before they were sent", ran)
+	}
+}
+
+func TestWaitForReplicas(t *testing.T) {
+	primary, replica := redistopo.StartReplicated(t)
+	rdb := primary.Client()
+	defer rdb.Close()
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		replicas int
+		pause    bool
+		want     bool // replicated
+	}{
+		{"one replica in sync", 1, false, true},
+		{"more replicas than exist", 2, false, false},
+		{"the replica frozen", 1, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := redisbatch.New(rdb, redisbatch.Options{Timeout: time.Second, MinReplicas: tt.replicas})
+			if tt.pause {
+				replica.Pause()
+				defer replica.Resume()
+			}
+			key := "k:" + testenv.Unique()
+			cmd := b.Run(ctx, incr, []string{key})
+			var nr *redisbatch.NotReplicatedError
+			replicated := !errors.As(cmd.Err(), &nr)
+			if replicated != tt.want {
+				t.Fatalf("replicated = %v (err %v), want %v", replicated, cmd.Err(), tt.want)
+			}
+			if !replicated && nr.Want != tt.replicas {
+				t.Fatalf("error %v, want %d replicas", nr, tt.replicas)
+			}
+			// The reply is there either way: the write happened on the primary.
+			if v, _ := cmd.Val().(int64); v != 1 {
+				t.Fatalf("reply %v, want 1", cmd.Val())
+			}
+		})
+	}
+}
+
+// BenchmarkScripts compares the batcher with go-redis's own auto-pipelining
+// and with plain calls, on the same small script, in the same run.
+func BenchmarkScripts(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ap.Close()
+	batcher := redisbatch.New(rdb, redisbatch.Options{Timeout: 5 * time.Second})
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		run  func(key string) error
+	}{
+		{"plain", func(key string) error { return incr.Run(ctx, rdb, []string{key}).Err() }},
+		{"autopipeline", func(key string) error { return incr.Run(ctx, ap, []string{key}).Err() }},
+		{"batcher", func(key string) error { return batcher.Run(ctx, incr, []string{key}).Err() }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetParallelism(12) // 24 callers on 2 cores, as BenchmarkDecisions
+			var id sync.Mutex
+			n := 0
+			b.RunParallel(func(pb *testing.PB) {
+				id.Lock()
+				key := fmt.Sprintf("%sbench:%d", prefix, n)
+				n++
+				id.Unlock()
+				for pb.Next() {
+					if err := c.run(key); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
