@@ -2,9 +2,16 @@
 --
 -- KEYS[i]  one sorted set per subject: members are request tickets, scores
 --          the microsecond (Redis TIME) at which each request was admitted.
+--          With a lease, then as many pending sets, one per subject.
 -- ARGV[1]  now in microseconds, or "" for Redis TIME (only tests pass a clock)
 -- ARGV[2]  the request's ticket, recorded in every subject when admitted
--- ARGV[3]  then per subject: n, the longest window_us, then n pairs
+-- ARGV[3]  lease_us: 0 records for good (one primary, or every subject of the
+--          request on this shard). > 0 reserves (Redis Cluster, subjects on
+--          several shards): the ticket counts at once, and is also put in
+--          each subject's pending set; if nobody commits it (takes it out of
+--          the pending set) within lease_us, the next decision on the subject
+--          removes it, so a replica dying mid-decision holds no quota.
+-- ARGV[4]  then per subject: n, the longest window_us, then n pairs
 --          (window_us, max)
 --
 -- An entry exactly window_us old is outside its window: with integer scores,
@@ -12,13 +19,16 @@
 -- when every window holds fewer than max entries; a refused request writes
 -- nothing.
 --
--- Returns {allowed, now, tight, used, reset_us}: tight is the 1-based index,
--- over all windows in argument order, of the window that bounds the request
--- most; used its count (this request included when admitted); reset_us, when
--- refused, the exact wait until the request would fit (max over the full
--- windows), else the wait until the tight window's oldest entry leaves.
--- tight is 0 when every window was empty: the caller knows the answer then
--- (the window with the smallest max), and the script skips working it out.
+-- Returns {allowed, now, tight, used, reset_us, pending, contention}: tight
+-- is the 1-based index, over all windows in argument order, of the window
+-- that bounds the request most; used its count (this request included when
+-- admitted); reset_us, when refused, the exact wait until the request would
+-- fit (max over the full windows), else the wait until the tight window's
+-- oldest entry leaves. tight is 0 when every window was empty: the caller
+-- knows the answer then (the window with the smallest max), and the script
+-- skips working it out. pending counts other requests' reservations in the
+-- full windows of a refusal; contention is 1 when the refusal is owed only
+-- to them (without them every window would have had room).
 --
 -- Numbers go to redis.call as Lua numbers, never through tostring: Redis
 -- formats them with %.17g, exact for integers below 2^53 (microsecond
@@ -30,11 +40,24 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+local lease = tonumber(ARGV[3])
+local nsub = #KEYS
+if lease > 0 then
+  nsub = nsub / 2
+  -- Reservations nobody committed in time are taken back first.
+  for i = 1, nsub do
+    local stale = redis.call('ZRANGEBYSCORE', KEYS[nsub + i], '-inf', now - lease)
+    if #stale > 0 then
+      redis.call('ZREM', KEYS[i], unpack(stale))
+      redis.call('ZREM', KEYS[nsub + i], unpack(stale))
+    end
+  end
+end
 
 -- Trim every subject to its longest window; most subjects are fresh (empty).
 local sizes, fresh = {}, true
-local pos = 3
-for i = 1, #KEYS do
+local pos = 4
+for i = 1, nsub do
   local size = redis.call('ZCARD', KEYS[i])
   if size > 0 then
     size = size - redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[pos + 1]))
@@ -45,29 +68,34 @@ for i = 1, #KEYS do
 end
 
 local function record()
-  local p = 3
-  for i = 1, #KEYS do
+  local p = 4
+  for i = 1, nsub do
+    local ttl = math.ceil(tonumber(ARGV[p + 1]) / 1000)
     redis.call('ZADD', KEYS[i], now, ARGV[2])
-    redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[p + 1]) / 1000))
+    redis.call('PEXPIRE', KEYS[i], ttl)
+    if lease > 0 then
+      redis.call('ZADD', KEYS[nsub + i], now, ARGV[2])
+      redis.call('PEXPIRE', KEYS[nsub + i], ttl)
+    end
     p = p + 2 + 2 * tonumber(ARGV[p])
   end
 end
 
 if fresh then
   record()
-  return {1, now, 0, 1, 0}
+  return {1, now, 0, 1, 0, 0, 0}
 end
 
 -- One entry per window, over all subjects, in argument order.
-local wkey, wlen, wmax, wused = {}, {}, {}, {}
+local wsub, wlen, wmax, wused = {}, {}, {}, {}
 local nw = 0
-pos = 3
-for i = 1, #KEYS do
+pos = 4
+for i = 1, nsub do
   local n, long, size = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), sizes[i]
   for j = pos + 2, pos + 2 * n, 2 do
     local w = tonumber(ARGV[j])
     nw = nw + 1
-    wkey[nw], wlen[nw], wmax[nw] = KEYS[i], w, tonumber(ARGV[j + 1])
+    wsub[nw], wlen[nw], wmax[nw] = i, w, tonumber(ARGV[j + 1])
     if size == 0 or w == long then
       wused[nw] = size -- the longest window holds the whole trimmed set
     else
@@ -78,17 +106,24 @@ for i = 1, #KEYS do
 end
 
 -- Refused: wait for the latest of the full windows to make room.
-local tight, wait = 0, 0
+local tight, wait, pending, contention = 0, 0, 0, 1
 for k = 1, nw do
   if wused[k] >= wmax[k] then
     -- Room appears when used - max + 1 of the window's oldest entries leave.
-    local e = redis.call('ZRANGEBYSCORE', wkey[k], now - wlen[k] + 1, '+inf', 'WITHSCORES', 'LIMIT', wused[k] - wmax[k], 1)
+    local e = redis.call('ZRANGEBYSCORE', KEYS[wsub[k]], now - wlen[k] + 1, '+inf', 'WITHSCORES', 'LIMIT', wused[k] - wmax[k], 1)
     local w = tonumber(e[2]) + wlen[k] - now
     if w > wait then tight, wait = k, w end
+    local p = 0
+    if lease > 0 then
+      p = redis.call('ZCOUNT', KEYS[nsub + wsub[k]], now - wlen[k] + 1, '+inf')
+    end
+    pending = pending + p
+    if wused[k] - p >= wmax[k] then contention = 0 end
   end
 end
 if tight > 0 then
-  return {0, now, tight, wused[tight], wait}
+  if pending == 0 then contention = 0 end
+  return {0, now, tight, wused[tight], wait, pending, contention}
 end
 
 -- Admitted: record everywhere, then report the window with the least room.
@@ -103,7 +138,7 @@ for k = 1, nw do
 end
 local reset = wlen[tight] -- this request is the window's only entry
 if wused[tight] > 0 then
-  local e = redis.call('ZRANGEBYSCORE', wkey[tight], now - wlen[tight] + 1, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local e = redis.call('ZRANGEBYSCORE', KEYS[wsub[tight]], now - wlen[tight] + 1, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   reset = tonumber(e[2]) + wlen[tight] - now
 end
-return {1, now, tight, wused[tight] + 1, reset}
+return {1, now, tight, wused[tight] + 1, reset, 0, 0}

@@ -1,11 +1,14 @@
 // Package ratelimit implements otp.Limiter on Redis: exact sliding windows
-// kept as sorted sets, decided for all subjects in one atomic script.
+// kept as sorted sets, decided for all subjects in one atomic script on one
+// primary, and by reserve-then-commit across the shards of a Redis Cluster.
 package ratelimit
 
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,14 +27,21 @@ var (
 	statusScript = redis.NewScript(statusSource)
 )
 
-// Limiter is an otp.Limiter on one Redis primary. All keys of a decision are
-// touched by one script, so on Redis Cluster they would have to share a slot;
-// smsgw expects a single primary (with replicas or Sentinel for failover).
+// Limiter is an otp.Limiter. On one primary (with or without Sentinel) a
+// decision is one script over every subject's keys: one round trip. On Redis
+// Cluster each subject's keys share a hash tag, so its windows live on one
+// shard; a decision whose subjects all hash to one slot is still one script,
+// and one whose subjects are spread out reserves on each shard, then
+// commits or releases (see cluster.go).
 type Limiter struct {
-	rdb      redis.Cmdable
+	rdb      redis.UniversalClient
 	prefix   string
 	scripts  Scripts
+	cluster  bool
+	lease    time.Duration
 	refusals *refusals // nil: every decision asks Redis
+	// contention counts refusals owed only to other requests' reservations.
+	contention atomic.Uint64
 	// now replaces Redis TIME; only tests set it.
 	now func() time.Time
 }
@@ -51,74 +61,160 @@ type Options struct {
 	// LocalRefusals is how many standing refusals this replica may answer
 	// from memory (0: none; every decision asks Redis). See Run.
 	LocalRefusals int
+	// ReservationLease is how long a reservation on Redis Cluster counts
+	// if its decision is never committed (a replica died in between);
+	// default 5s. It must be well above redis.timeout.
+	ReservationLease time.Duration
 }
 
-// New returns a Limiter whose keys start with prefix (e.g. "smsgw:").
-func New(rdb redis.Cmdable, prefix string, o Options) *Limiter {
+// New returns a Limiter whose keys start with prefix (e.g. "smsgw:"). It
+// works across shards when rdb is a *redis.ClusterClient.
+func New(rdb redis.UniversalClient, prefix string, o Options) *Limiter {
 	if o.Scripts == nil {
 		o.Scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
-	l := &Limiter{rdb: rdb, prefix: prefix, scripts: o.Scripts}
+	if o.ReservationLease <= 0 {
+		o.ReservationLease = 5 * time.Second
+	}
+	_, cluster := rdb.(*redis.ClusterClient)
+	l := &Limiter{rdb: rdb, prefix: prefix, scripts: o.Scripts, cluster: cluster, lease: o.ReservationLease}
 	if o.LocalRefusals > 0 {
 		l.refusals = newRefusals(o.LocalRefusals)
 	}
 	return l
 }
 
-func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:" + s.Key }
+// key is the subject's sorted set. The subject's key is the hash tag, so on
+// Cluster its sets (and nothing of another subject's) share a slot.
+func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:{" + s.Key + "}" }
 
-// Allow decides the request for every window of every subject in one
-// EVALSHA, pipelined with the decisions of concurrent requests.
+// pendingKey is the subject's set of reservations not yet committed.
+func (l *Limiter) pendingKey(s otp.Subject) string { return l.key(s) + ":r" }
+
+// ContentionRefusals counts refusals owed only to other requests' pending
+// reservations on Redis Cluster (they would have been admitted had those
+// been committed or released already).
+func (l *Limiter) ContentionRefusals() uint64 { return l.contention.Load() }
+
+// Allow decides the request for every window of every subject. On one
+// primary, or when every subject is on one slot, it is one EVALSHA,
+// pipelined with the decisions of concurrent requests.
 func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subject) (otp.Decision, error) {
 	if len(subjects) == 0 {
 		return otp.Decision{Allowed: true}, nil
 	}
-	keys, args, policies := l.scriptArgs(ticket, subjects)
 	start := time.Now()
 	if l.refusals != nil {
-		if f, ok := l.refusals.lookup(keys, start); ok {
+		if f, ok := l.refusals.lookup(l.subjectKeys(subjects), start); ok {
 			tight := f.window
 			tight.Reset = f.until.Sub(start)
-			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: policies}, nil
+			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: policiesOf(subjects)}, nil
 		}
 	}
-	vals, err := l.scripts.Run(ctx, allowScript, keys, args...).Int64Slice()
-	if err != nil {
-		return otp.Decision{}, fmt.Errorf("ratelimit: allow: %w", err)
-	}
-	if len(vals) != 5 || vals[2] < 0 || int(vals[2]) > len(policies) {
-		return otp.Decision{}, fmt.Errorf("ratelimit: allow: unexpected reply %v", vals)
-	}
-	var tight otp.Window
-	if vals[2] == 0 {
-		// Every window was empty: the tightest is the one with the least room
-		// left after this request, which the rules alone decide.
-		tight = tightestWhenEmpty(policies)
-		tight.Used, tight.Reset = 1, tight.Rule.Window
+	var (
+		d   otp.Decision
+		r   shardReply
+		err error
+	)
+	if groups := l.slots(subjects); len(groups) > 1 {
+		d, r, err = l.allowAcross(ctx, ticket, subjects, groups)
 	} else {
-		tight = policies[vals[2]-1]
-		tight.Used = int(vals[3])
-		tight.Reset = time.Duration(vals[4]) * time.Microsecond
+		d, r, err = l.allowOne(ctx, ticket, subjects, 0)
 	}
-	d := otp.Decision{
-		Allowed:  vals[0] == 1,
-		Now:      time.UnixMicro(vals[1]),
-		Tightest: tight,
-		Policies: policies,
+	if err != nil {
+		return otp.Decision{}, err
 	}
-	if !d.Allowed {
-		d.RetryAfter = tight.Reset
-		if l.refusals != nil {
-			// Counted from before the call left, so the local T is never
-			// later than Redis's.
-			l.refusals.remember(keys[l.subjectOf(subjects, vals[2])], refusal{until: start.Add(d.RetryAfter), window: tight})
-		}
+	if !d.Allowed && l.refusals != nil && r.pending == 0 {
+		// Counted from before the call left, so the local T is never later
+		// than Redis's. A refusal owed in part to reservations is not kept:
+		// their release gives quota back without a message.
+		l.refusals.remember(l.key(r.refusing), refusal{until: start.Add(d.RetryAfter), window: d.Tightest})
 	}
 	return d, nil
 }
 
+// shardReply is one allow.lua answer, read.
+type shardReply struct {
+	allowed  bool
+	now      time.Time
+	tight    otp.Window   // the bounding window, Used and Reset filled in
+	refusing otp.Subject  // the refused subject, when refused
+	pending  int64        // reservations counted in the refusing windows
+	conflict bool         // refused only because of reservations
+	policies []otp.Window // the windows of this call, in order
+}
+
+// allowOne runs allow.lua over subjects on one primary or one slot. A lease
+// > 0 reserves instead of recording for good.
+func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, lease time.Duration) (otp.Decision, shardReply, error) {
+	keys, args, policies := l.scriptArgs(ticket, subjects, lease)
+	cmd := l.scripts.Run(ctx, allowScript, keys, args...)
+	var notReplicated *redisbatch.NotReplicatedError
+	err := cmd.Err()
+	if errors.As(err, &notReplicated) {
+		err = nil // the reply is there; what it means is decided below
+	}
+	if err != nil {
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
+	}
+	vals, err := int64s(cmd.Val())
+	if err != nil || len(vals) != 7 || vals[2] < 0 || int(vals[2]) > len(policies) {
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: unexpected reply %v", cmd.Val())
+	}
+	r := shardReply{allowed: vals[0] == 1, now: time.UnixMicro(vals[1]), pending: vals[5], conflict: vals[6] == 1, policies: policies}
+	if vals[2] == 0 {
+		// Every window was empty: the tightest is the one with the least room
+		// left after this request, which the rules alone decide.
+		r.tight = tightestWhenEmpty(policies)
+		r.tight.Used, r.tight.Reset = 1, r.tight.Rule.Window
+	} else {
+		r.tight = policies[vals[2]-1]
+		r.tight.Used = int(vals[3])
+		r.tight.Reset = time.Duration(vals[4]) * time.Microsecond
+		r.refusing = subjects[subjectOf(subjects, vals[2])]
+	}
+	if r.conflict {
+		l.contention.Add(1)
+	}
+	if notReplicated != nil && r.allowed {
+		// Admitted on the primary, but a failover could forget it: take it
+		// back and fail closed rather than text on a record that may vanish.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if rerr := l.Refund(rctx, ticket, subjects); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", errors.Join(notReplicated, err))
+	}
+	return r.decision(), r, nil
+}
+
+func (r shardReply) decision() otp.Decision {
+	d := otp.Decision{Allowed: r.allowed, Now: r.now, Tightest: r.tight, Policies: r.policies}
+	if !r.allowed {
+		d.RetryAfter = r.tight.Reset
+	}
+	return d
+}
+
+func int64s(v any) ([]int64, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("not a list")
+	}
+	out := make([]int64, len(list))
+	for i, x := range list {
+		n, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("not an integer")
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
 // subjectOf finds the subject of the window the script numbered tight.
-func (l *Limiter) subjectOf(subjects []otp.Subject, tight int64) int {
+func subjectOf(subjects []otp.Subject, tight int64) int {
 	n := int64(0)
 	for i, s := range subjects {
 		n += int64(len(s.Rules))
@@ -129,23 +225,43 @@ func (l *Limiter) subjectOf(subjects []otp.Subject, tight int64) int {
 	return len(subjects) - 1
 }
 
-// scriptArgs lays out the subjects for allow.lua and status.lua, and lists
-// their windows in the same order as the scripts number them.
-func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject) (keys []string, args []any, policies []otp.Window) {
-	keys = make([]string, len(subjects))
-	nrules := 0
+func (l *Limiter) subjectKeys(subjects []otp.Subject) []string {
+	keys := make([]string, len(subjects))
 	for i, s := range subjects {
 		keys[i] = l.key(s)
-		nrules += len(s.Rules)
 	}
-	args = make([]any, 0, 2+2*len(subjects)+2*nrules)
+	return keys
+}
+
+// policiesOf lists the subjects' windows in the order the scripts number them.
+func policiesOf(subjects []otp.Subject) []otp.Window {
+	var policies []otp.Window
+	for _, s := range subjects {
+		for _, r := range s.Rules {
+			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
+		}
+	}
+	return policies
+}
+
+// scriptArgs lays out the subjects for allow.lua and status.lua, and lists
+// their windows in the same order as the scripts number them. With a lease
+// the subjects' pending sets follow their sorted sets in keys.
+func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject, lease time.Duration) (keys []string, args []any, policies []otp.Window) {
+	keys = l.subjectKeys(subjects)
+	if lease > 0 {
+		for _, s := range subjects {
+			keys = append(keys, l.pendingKey(s))
+		}
+	}
+	policies = policiesOf(subjects)
+	args = make([]any, 0, 3+2*len(subjects)+2*len(policies))
 	if l.now != nil {
 		args = append(args, l.now().UnixMicro())
 	} else {
 		args = append(args, "")
 	}
-	args = append(args, ticket)
-	policies = make([]otp.Window, 0, nrules)
+	args = append(args, ticket, lease.Microseconds())
 	for _, s := range subjects {
 		var longest time.Duration
 		for _, r := range s.Rules {
@@ -154,31 +270,51 @@ func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject) (keys []stri
 		args = append(args, len(s.Rules), longest.Microseconds())
 		for _, r := range s.Rules {
 			args = append(args, r.Window.Microseconds(), r.Max)
-			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
 		}
 	}
 	return keys, args, policies
 }
 
 // Status reads every window of the subjects on Redis's clock, changing
-// nothing.
+// nothing (on Cluster, one script per slot).
 func (l *Limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Window, error) {
-	if len(subjects) == 0 {
-		return nil, nil
+	var windows []otp.Window
+	for _, group := range l.slots(subjects) {
+		keys, args, ws := l.scriptArgs("", group, 0)
+		vals, err := statusScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit: status: %w", err)
+		}
+		if len(vals) != 1+2*len(ws) {
+			return nil, fmt.Errorf("ratelimit: status: unexpected reply %v", vals)
+		}
+		for i := range ws {
+			ws[i].Used = int(vals[1+2*i])
+			ws[i].Reset = time.Duration(vals[2+2*i]) * time.Microsecond
+		}
+		windows = append(windows, ws...)
 	}
-	keys, args, windows := l.scriptArgs("", subjects)
-	vals, err := statusScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("ratelimit: status: %w", err)
+	return inSubjectOrder(subjects, l.slots(subjects), windows), nil
+}
+
+// inSubjectOrder puts windows read group by group back in subject order.
+func inSubjectOrder(subjects []otp.Subject, groups [][]otp.Subject, windows []otp.Window) []otp.Window {
+	if len(groups) <= 1 {
+		return windows
 	}
-	if len(vals) != 1+2*len(windows) {
-		return nil, fmt.Errorf("ratelimit: status: unexpected reply %v", vals)
+	byKey := make(map[string][]otp.Window, len(subjects))
+	i := 0
+	for _, g := range groups {
+		for _, s := range g {
+			byKey[s.Key] = windows[i : i+len(s.Rules)]
+			i += len(s.Rules)
+		}
 	}
-	for i := range windows {
-		windows[i].Used = int(vals[1+2*i])
-		windows[i].Reset = time.Duration(vals[2+2*i]) * time.Microsecond
+	out := make([]otp.Window, 0, len(windows))
+	for _, s := range subjects {
+		out = append(out, byKey[s.Key]...)
 	}
-	return windows, nil
+	return out
 }
 
 // Reset forgets every admitted request of the subjects.
@@ -186,13 +322,14 @@ func (l *Limiter) Reset(ctx context.Context, subjects []otp.Subject) error {
 	if len(subjects) == 0 {
 		return nil
 	}
-	keys := make([]string, len(subjects))
-	for i, s := range subjects {
-		keys[i] = l.key(s)
-	}
-	err := l.rdb.Del(ctx, keys...).Err()
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range subjects {
+			p.Del(ctx, l.key(s), l.pendingKey(s)) // one slot: one hash tag
+		}
+		return nil
+	})
 	if err == nil {
-		err = l.publish(ctx, keys)
+		err = l.publish(ctx, l.subjectKeys(subjects))
 	}
 	if err != nil {
 		return fmt.Errorf("ratelimit: reset: %w", err)
@@ -216,19 +353,25 @@ func tightestWhenEmpty(policies []otp.Window) otp.Window {
 // and tells every replica's refusal cache. Removing a ticket that is not there
 // is harmless, so a refund may be retried.
 func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	keys := make([]string, len(subjects))
-	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range subjects {
-			keys[i] = l.key(s)
-			p.ZRem(ctx, keys[i], ticket)
-		}
-		return nil
-	})
-	if err == nil {
-		err = l.publish(ctx, keys)
+	if err := l.release(ctx, ticket, subjects); err != nil {
+		return fmt.Errorf("ratelimit: refund: %w", err)
 	}
-	if err != nil {
+	if err := l.publish(ctx, l.subjectKeys(subjects)); err != nil {
 		return fmt.Errorf("ratelimit: refund: %w", err)
 	}
 	return nil
+}
+
+// release takes ticket out of the subjects' sets, committed or reserved.
+func (l *Limiter) release(ctx context.Context, ticket string, subjects []otp.Subject) error {
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range subjects {
+			p.ZRem(ctx, l.key(s), ticket)
+			if l.cluster {
+				p.ZRem(ctx, l.pendingKey(s), ticket)
+			}
+		}
+		return nil
+	})
+	return err
 }

@@ -20,9 +20,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func newTestLimiter(t *testing.T) (*Limiter, *redis.Client, *testenv.Clock) {
+func newTestLimiter(t *testing.T, be backend) (*Limiter, redis.UniversalClient, *testenv.Clock) {
 	t.Helper()
-	rdb, prefix := testenv.Redis(t)
+	rdb, prefix := be(t)
 	clock := testenv.NewClock(t0)
 	l := New(rdb, prefix, Options{})
 	l.now = clock.Now
@@ -43,7 +43,7 @@ var ticketSeq atomic.Int64
 
 func ticket() string { return fmt.Sprintf("t%d", ticketSeq.Add(1)) }
 
-func TestAllowSequences(t *testing.T) {
+func testAllowSequences(t *testing.T, be backend) {
 	type step struct {
 		at       time.Duration // since t0
 		subjects []otp.Subject
@@ -110,7 +110,7 @@ func TestAllowSequences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, _, clock := newTestLimiter(t)
+			l, _, clock := newTestLimiter(t, be)
 			ctx := context.Background()
 			for i, s := range tt.steps {
 				clock.Set(t0.Add(s.at))
@@ -157,8 +157,8 @@ func TestRetryAfterSecondsRoundsUp(t *testing.T) {
 	}
 }
 
-func TestSameMicrosecondRequestsBothCount(t *testing.T) {
-	l, _, _ := newTestLimiter(t) // the clock stands still
+func testSameMicrosecondRequestsBothCount(t *testing.T, be backend) {
+	l, _, _ := newTestLimiter(t, be) // the clock stands still
 	s := otp.Subject{Scope: "ip", Key: "ip:198.51.100.1", Rules: []otp.Rule{{Window: time.Minute, Max: 2}}}
 	ctx := context.Background()
 	for i, want := range []bool{true, true, false} {
@@ -172,8 +172,8 @@ func TestSameMicrosecondRequestsBothCount(t *testing.T) {
 	}
 }
 
-func TestRefundGivesQuotaBackEverywhere(t *testing.T) {
-	l, rdb, clock := newTestLimiter(t)
+func testRefundGivesQuotaBackEverywhere(t *testing.T, be backend) {
+	l, rdb, clock := newTestLimiter(t, be)
 	ctx := context.Background()
 	a, x := phone("+447700900123"), ip("192.0.2.9")
 	tk := ticket()
@@ -203,8 +203,8 @@ func TestRefundGivesQuotaBackEverywhere(t *testing.T) {
 	}
 }
 
-func TestKeysExpireAfterTheLongestWindow(t *testing.T) {
-	l, rdb, _ := newTestLimiter(t)
+func testKeysExpireAfterTheLongestWindow(t *testing.T, be backend) {
+	l, rdb, _ := newTestLimiter(t, be)
 	ctx := context.Background()
 	a := phone("+14155550100")
 	if _, err := l.Allow(ctx, ticket(), []otp.Subject{a}); err != nil {
@@ -217,7 +217,7 @@ func TestKeysExpireAfterTheLongestWindow(t *testing.T) {
 }
 
 func TestRecoversFromScriptFlush(t *testing.T) {
-	l, rdb, clock := newTestLimiter(t)
+	l, rdb, clock := newTestLimiter(t, single)
 	ctx := context.Background()
 	x := ip("192.0.2.10")
 	for i := 0; i < 3; i++ {
@@ -266,7 +266,7 @@ func TestUsesRedisClock(t *testing.T) {
 }
 
 // TestRacesAdmitExactlyTheLimit races real goroutines on real Redis.
-func TestRacesAdmitExactlyTheLimit(t *testing.T) {
+func testRacesAdmitExactlyTheLimit(t *testing.T, be backend) {
 	tests := []struct {
 		name     string
 		subjects func(i int) []otp.Subject
@@ -281,7 +281,7 @@ func TestRacesAdmitExactlyTheLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rdb, prefix := testenv.Redis(t)
+			rdb, prefix := be(t)
 			l := New(rdb, prefix, Options{})
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
@@ -385,8 +385,8 @@ func (m *model) allow(now int64, subjects []otp.Subject) modelResult {
 
 // TestMatchesReferenceModel drives the limiter and the model with the same
 // random traffic and requires identical answers at every step.
-func TestMatchesReferenceModel(t *testing.T) {
-	l, _, clock := newTestLimiter(t)
+func testMatchesReferenceModel(t *testing.T, be backend) {
+	l, _, clock := newTestLimiter(t, be)
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	small := []otp.Rule{{Window: 2 * time.Second, Max: 2}, {Window: 5 * time.Second, Max: 3}, {Window: 13 * time.Second, Max: 5}}
 	tiny := []otp.Rule{{Window: 3 * time.Second, Max: 1}, {Window: 7 * time.Second, Max: 2}}
@@ -443,7 +443,7 @@ func TestMatchesReferenceModel(t *testing.T) {
 }
 
 func TestAbandonedCallFailsWithItsContext(t *testing.T) {
-	l, _, _ := newTestLimiter(t)
+	l, _, _ := newTestLimiter(t, single)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := l.Allow(ctx, ticket(), []otp.Subject{ip("192.0.2.3")}); err == nil {
@@ -453,8 +453,8 @@ func TestAbandonedCallFailsWithItsContext(t *testing.T) {
 
 // TestPipelinedDecisionsStayExact races far more callers than pipeline
 // slots, so decisions share pipelines, on a handful of hot subjects.
-func TestPipelinedDecisionsStayExact(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+func testPipelinedDecisionsStayExact(t *testing.T, be backend) {
+	rdb, prefix := be(t)
 	l := New(rdb, prefix, Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Pipelines: 1})})
 	var admitted [4]atomic.Int64
 	var wg sync.WaitGroup
@@ -510,8 +510,8 @@ func TestStalledRedisTimesOut(t *testing.T) {
 	}
 }
 
-func TestStatusAndReset(t *testing.T) {
-	l, _, clock := newTestLimiter(t)
+func testStatusAndReset(t *testing.T, be backend) {
+	l, _, clock := newTestLimiter(t, be)
 	ctx := context.Background()
 	a, x := phone("+14155550100"), ip("203.0.113.70")
 	for _, at := range []time.Duration{0, time.Minute + 5*time.Second} {

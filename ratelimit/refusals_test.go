@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/internal/redisbatch"
-	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -27,13 +26,13 @@ func (c *countingScripts) Run(ctx context.Context, s *redis.Script, keys []strin
 }
 
 // replica is one service process's limiter with its refusal cache running.
-func replica(t *testing.T, rdb *redis.Client, prefix string, cacheSize int) (*Limiter, *countingScripts) {
+func replica(t *testing.T, rdb redis.UniversalClient, prefix string, cacheSize int) (*Limiter, *countingScripts) {
 	t.Helper()
 	scripts := &countingScripts{Scripts: redisbatch.New(rdb, redisbatch.Options{})}
 	l := New(rdb, prefix, Options{Scripts: scripts, LocalRefusals: cacheSize})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { l.Run(ctx, rdb); close(done) }()
+	go func() { l.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(5 * time.Second)
 	for !l.refusals.subscribed.Load() {
@@ -54,15 +53,17 @@ func allow(t *testing.T, l *Limiter, subjects ...otp.Subject) otp.Decision {
 	return d
 }
 
-func TestRefusalsAnsweredFromMemory(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+func testRefusalsAnsweredFromMemory(t *testing.T, be backend) {
+	rdb, prefix := be(t)
 	l, calls := replica(t, rdb, prefix, 100)
 	hot := phone("+14155550100")
 	if d := allow(t, l, hot, ip("10.0.0.1")); !d.Allowed {
 		t.Fatal("first refused")
 	}
+	// Scripts per decision: 1 on one primary, one per slot on Cluster.
+	unit := calls.n.Load()
 	first := allow(t, l, hot, ip("10.0.0.2"))
-	if first.Allowed || calls.n.Load() != 2 {
+	if first.Allowed || calls.n.Load() != 2*unit {
 		t.Fatalf("second: %+v after %d calls", first, calls.n.Load())
 	}
 	for i := 0; i < 100; i++ {
@@ -71,8 +72,8 @@ func TestRefusalsAnsweredFromMemory(t *testing.T) {
 			t.Fatalf("cached refusal %d: %+v", i, d)
 		}
 	}
-	if n := calls.n.Load(); n != 2 {
-		t.Fatalf("%d decisions reached Redis, want 2: refusals come from memory", n)
+	if n := calls.n.Load(); n != 2*unit {
+		t.Fatalf("%d scripts reached Redis, want %d: refusals come from memory", n, 2*unit)
 	}
 	// Another subject in the same request is not refused because of the cache.
 	if d := allow(t, l, phone("+14155550101"), ip("10.0.0.1")); !d.Allowed {
@@ -80,44 +81,71 @@ func TestRefusalsAnsweredFromMemory(t *testing.T) {
 	}
 }
 
-func TestRefusalCacheStaysUnusedUntilSubscribed(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+func testRefusalCacheStaysUnusedUntilSubscribed(t *testing.T, be backend) {
+	rdb, prefix := be(t)
 	scripts := &countingScripts{Scripts: redisbatch.New(rdb, redisbatch.Options{})}
 	l := New(rdb, prefix, Options{Scripts: scripts, LocalRefusals: 100}) // Run never started
 	hot := phone("+14155550100")
 	for i := 0; i < 5; i++ {
 		allow(t, l, hot)
 	}
-	if n := scripts.n.Load(); n != 5 {
+	if n := scripts.n.Load(); n != 5 { // one subject: one script, on Cluster too
 		t.Fatalf("%d of 5 decisions reached Redis: an unsubscribed cache must not answer", n)
 	}
 }
 
 func TestRefusalCacheIsBounded(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	l, calls := replica(t, rdb, prefix, 2)
-	phones := []otp.Subject{phone("+14155550100"), phone("+14155550101"), phone("+14155550102")}
-	for _, p := range phones {
-		allow(t, l, p)
-		allow(t, l, p) // refused: cached while there is room
+	for _, max := range []int{1, 2, 16, 100, 1000} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) {
+			r := newRefusals(max)
+			r.subscribed.Store(true)
+			until := refusal{until: time.Now().Add(time.Hour)}
+			for i := range 10 * max {
+				k := fmt.Sprint("k", i)
+				r.remember(k, until)
+				if i%3 == 0 {
+					r.forget([]string{k}) // leaves a stale ring slot behind
+					r.remember(k, until)
+				}
+				// Below 16 some shards have no room at all.
+				if _, ok := r.lookup([]string{k}, time.Now()); !ok && max >= 16 {
+					t.Fatalf("%s not held right after remember", k)
+				}
+			}
+			if n := r.len(); n > max || (max >= 16 && n < max/2) {
+				t.Fatalf("cache holds %d entries, bound %d", n, max)
+			}
+		})
 	}
-	before := calls.n.Load()
-	for _, p := range phones {
-		allow(t, l, p)
-	}
-	if got := calls.n.Load() - before; got != 1 {
-		t.Fatalf("%d of 3 refusals reached Redis, want 1: only the third did not fit", got)
-	}
-	if n := len(l.refusals.m); n != 2 {
-		t.Fatalf("cache holds %d entries, bound is 2", n)
+}
+
+func TestRefusalCacheEvictsTheOldest(t *testing.T) {
+	r := newRefusals(16) // one entry per shard
+	r.subscribed.Store(true)
+	until := refusal{until: time.Now().Add(time.Hour)}
+	r.remember("a", until)
+	// Fill a's shard with a newer key: a goes, the newer one stays.
+	for i := 0; ; i++ {
+		k := fmt.Sprint("b", i)
+		if r.shard(k) != r.shard("a") {
+			continue
+		}
+		r.remember(k, until)
+		if _, ok := r.lookup([]string{"a"}, time.Now()); ok {
+			t.Fatal("the oldest entry of a full shard was kept")
+		}
+		if _, ok := r.lookup([]string{k}, time.Now()); !ok {
+			t.Fatal("the newest entry was not kept")
+		}
+		return
 	}
 }
 
 // TestReplicasRaceAndResetTogether: two replicas with refusal caches race for
 // one phone (exactly one admission), refuse from memory, and both admit again
 // as soon as the support desk resets the phone on one of them.
-func TestReplicasRaceAndResetTogether(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
+	rdb, prefix := be(t)
 	a, _ := replica(t, rdb, prefix, 1000)
 	b, callsB := replica(t, rdb, prefix, 1000)
 	hot := phone("+14155550100")
@@ -150,7 +178,7 @@ func TestReplicasRaceAndResetTogether(t *testing.T) {
 	if n := admitted.Load(); n != 1 {
 		t.Fatalf("admitted %d of 1000 across two replicas, want exactly 1", n)
 	}
-	if len(b.refusals.m) == 0 {
+	if b.refusals.len() == 0 {
 		t.Fatal("replica b cached no refusal")
 	}
 
@@ -159,10 +187,7 @@ func TestReplicasRaceAndResetTogether(t *testing.T) {
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		b.refusals.mu.RLock()
-		_, cached := b.refusals.m[b.key(hot)]
-		b.refusals.mu.RUnlock()
-		if !cached {
+		if _, cached := b.refusals.lookup([]string{b.key(hot)}, time.Now()); !cached {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -174,13 +199,13 @@ func TestReplicasRaceAndResetTogether(t *testing.T) {
 	if d := allow(t, b, hot, ip("10.9.9.9")); !d.Allowed {
 		t.Fatalf("after the reset replica b refused: %+v", d)
 	}
-	if callsB.n.Load() != before+1 {
+	if callsB.n.Load() == before {
 		t.Fatal("the admission after a reset must come from Redis")
 	}
 }
 
-func TestRefundReachesTheOtherReplica(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+func testRefundReachesTheOtherReplica(t *testing.T, be backend) {
+	rdb, prefix := be(t)
 	a, _ := replica(t, rdb, prefix, 1000)
 	b, _ := replica(t, rdb, prefix, 1000)
 	hot := phone("+14155550100")

@@ -1,5 +1,6 @@
 -- Reads every window of every subject, writing nothing: the support desk's
--- view. KEYS and ARGV are laid out as for allow.lua (ARGV[2] is unused).
+-- view. KEYS and ARGV are laid out as for allow.lua (ARGV[2] and ARGV[3] are
+-- unused; KEYS holds only the subject sets).
 --
 -- Returns {now, used, reset_us, used, reset_us, ...}, one pair per window in
 -- argument order: reset_us is how long until the window gives back quota:
@@ -13,7 +14,7 @@ else
   now = tonumber(ARGV[1])
 end
 local out = {now}
-local pos = 3
+local pos = 4
 for i = 1, #KEYS do
   local n = tonumber(ARGV[pos])
   for j = pos + 2, pos + 2 * n, 2 do

@@ -1,0 +1,146 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+// slots groups the subjects by the hash slot their keys live in, in order
+// of first appearance, each group keeping the subjects' order. Off Cluster
+// everything is one group: one script decides it.
+func (l *Limiter) slots(subjects []otp.Subject) [][]otp.Subject {
+	if !l.cluster || len(subjects) < 2 {
+		return [][]otp.Subject{subjects}
+	}
+	var groups [][]otp.Subject
+	index := make(map[uint16]int, len(subjects))
+	for _, s := range subjects {
+		slot := hashSlot(s.Key)
+		i, ok := index[slot]
+		if !ok {
+			i = len(groups)
+			index[slot] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], s)
+	}
+	return groups
+}
+
+// allowAcross decides a request whose subjects live on several slots, in
+// two steps of one round trip each:
+//
+//  1. reserve on every slot at once: each slot's script admits or refuses
+//     for its own subjects and, when it admits, records the ticket as a
+//     reservation, which counts against the windows at once, so concurrent
+//     decisions see it, and which the next decision on that subject removes
+//     if it is not committed within the lease;
+//  2. if every slot admitted, commit everywhere (the ticket stays for good);
+//     otherwise release what was reserved.
+//
+// No window ever holds more than its max, committed or not, so nothing is
+// admitted over a limit, even when this replica dies between the steps.
+// A request may instead be refused because of another's reservation that is
+// later released: such refusals are counted (ContentionRefusals).
+func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp.Subject, groups [][]otp.Subject) (otp.Decision, shardReply, error) {
+	replies := make([]shardReply, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() { _, replies[i], errs[i] = l.allowOne(ctx, ticket, g, l.lease) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	admitted := err == nil
+	var refused *shardReply
+	for i := range replies {
+		if errs[i] == nil && !replies[i].allowed {
+			admitted = false
+			// The request fits only once every refusing slot has room.
+			if refused == nil || replies[i].tight.Reset > refused.tight.Reset {
+				refused = &replies[i]
+			}
+		}
+	}
+	if !admitted {
+		// Give back every reservation this request may hold; one that cannot
+		// be released now expires with its lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
+		defer cancel()
+		_ = l.release(rctx, ticket, subjects)
+		if refused == nil {
+			return otp.Decision{}, shardReply{}, err
+		}
+		// A refusal stands even if another slot failed: that slot could only
+		// have refused too, or admitted a reservation now released.
+		d := refused.decision()
+		d.Policies = policiesOf(subjects)
+		return d, *refused, nil
+	}
+	if err := l.commit(ctx, ticket, subjects); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
+		defer cancel()
+		_ = l.release(rctx, ticket, subjects) // else the leases expire
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: commit: %w", err)
+	}
+	// The bounding window is the one with the least room over all slots;
+	// ties go to the longer window, then to the first.
+	best := replies[0].tight
+	now := replies[0].now
+	for _, r := range replies[1:] {
+		t := r.tight
+		room, bestRoom := t.Rule.Max-t.Used, best.Rule.Max-best.Used
+		if room < bestRoom || (room == bestRoom && t.Rule.Window > best.Rule.Window) {
+			best, now = t, r.now
+		}
+	}
+	return otp.Decision{Allowed: true, Now: now, Tightest: best, Policies: policiesOf(subjects)}, shardReply{allowed: true}, nil
+}
+
+// errLeaseLost: a reservation was gone at commit (it outlived its lease and
+// another decision removed it), so the request is not admitted.
+var errLeaseLost = errors.New("a reservation expired before its commit")
+
+// commit makes the ticket's reservations permanent: it leaves the pending
+// sets and stays in the windows.
+func (l *Limiter) commit(ctx context.Context, ticket string, subjects []otp.Subject) error {
+	cmds := make([]*redis.IntCmd, len(subjects))
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range subjects {
+			cmds[i] = p.ZRem(ctx, l.pendingKey(s), ticket)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if c.Val() != 1 {
+			return errLeaseLost
+		}
+	}
+	return nil
+}
+
+// hashSlot is Redis Cluster's slot of a key whose hash tag is tag:
+// CRC16 (XMODEM) modulo 16384.
+func hashSlot(tag string) uint16 {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}

@@ -1,0 +1,109 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/redistopo"
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+)
+
+// backend gives a test a Redis client and a key prefix of its own.
+type backend func(t *testing.T) (redis.UniversalClient, string)
+
+// single is the shared Redis primary.
+func single(t *testing.T) (redis.UniversalClient, string) {
+	t.Helper()
+	return testenv.Redis(t)
+}
+
+// onCluster is a 3-master Redis Cluster of the test's own.
+func onCluster(c *redistopo.Cluster) backend {
+	return func(t *testing.T) (redis.UniversalClient, string) {
+		t.Helper()
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: 5 * time.Second, MaxRetries: -1})
+		t.Cleanup(func() { rdb.Close() })
+		return rdb, "test:" + testenv.Unique() + ":"
+	}
+}
+
+// suites run on one primary and on Redis Cluster alike.
+var suites = []struct {
+	name string
+	run  func(*testing.T, backend)
+}{
+	{"AllowSequences", testAllowSequences},
+	{"SameMicrosecondRequestsBothCount", testSameMicrosecondRequestsBothCount},
+	{"RefundGivesQuotaBackEverywhere", testRefundGivesQuotaBackEverywhere},
+	{"KeysExpireAfterTheLongestWindow", testKeysExpireAfterTheLongestWindow},
+	{"RacesAdmitExactlyTheLimit", testRacesAdmitExactlyTheLimit},
+	{"MatchesReferenceModel", testMatchesReferenceModel},
+	{"PipelinedDecisionsStayExact", testPipelinedDecisionsStayExact},
+	{"StatusAndReset", testStatusAndReset},
+	{"RefusalsAnsweredFromMemory", testRefusalsAnsweredFromMemory},
+	{"RefusalCacheStaysUnusedUntilSubscribed", testRefusalCacheStaysUnusedUntilSubscribed},
+	{"ReplicasRaceAndResetTogether", testReplicasRaceAndResetTogether},
+	{"RefundReachesTheOtherReplica", testRefundReachesTheOtherReplica},
+}
+
+func TestSinglePrimary(t *testing.T) {
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) { s.run(t, single) })
+	}
+}
+
+func TestCluster(t *testing.T) {
+	be := onCluster(redistopo.StartCluster(t, 3))
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) { s.run(t, be) })
+	}
+	t.Run("hash slots as Redis computes them", func(t *testing.T) {
+		rdb, _ := be(t)
+		for _, tag := range []string{"send:phone:+14155550100", "send:ip:203.0.113.7", "verify:ip:2001:db8::/64", "", "x"} {
+			want, err := rdb.ClusterKeySlot(context.Background(), "p:rl:{"+tag+"}").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tag == "" {
+				continue // an empty tag is no tag; subjects always have keys
+			}
+			if got := hashSlot(tag); int64(got) != want {
+				t.Errorf("slot of %q: %d, Redis says %d", tag, got, want)
+			}
+		}
+	})
+	t.Run("a reservation never committed expires with its lease", func(t *testing.T) {
+		l, _, clock := newTestLimiter(t, be)
+		a, x := phone("+14155550100"), ip("203.0.113.7")
+		if len(l.slots([]otp.Subject{a, x})) != 2 {
+			t.Fatal("the phone and the IP share a slot; pick others")
+		}
+		ctx := context.Background()
+		// A replica reserves on the phone's shard and dies before committing.
+		if _, r, err := l.allowOne(ctx, ticket(), []otp.Subject{a}, l.lease); err != nil || !r.allowed {
+			t.Fatalf("reserve: %+v %v", r, err)
+		}
+		clock.Set(t0.Add(time.Second))
+		before := l.ContentionRefusals()
+		d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
+		if err != nil || d.Allowed {
+			t.Fatalf("while reserved: %+v %v", d, err)
+		}
+		if l.ContentionRefusals() != before+1 {
+			t.Fatal("a refusal owed to a reservation was not counted as contention")
+		}
+		clock.Set(t0.Add(time.Second + l.lease))
+		if d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x}); err != nil || !d.Allowed {
+			t.Fatalf("after the lease: %+v %v", d, err)
+		}
+		// The IP's reservation from the refused decision was released.
+		st, err := l.Status(ctx, []otp.Subject{x})
+		if err != nil || st[0].Used != 1 {
+			t.Fatalf("IP windows after one admission: %+v %v", st, err)
+		}
+	})
+}
