@@ -19,6 +19,7 @@ import (
 	"smsgw"
 	"smsgw/api"
 	"smsgw/challenge"
+	"smsgw/internal/redisconn"
 	"smsgw/otp"
 	"smsgw/pumping"
 )
@@ -34,11 +35,15 @@ type Config struct {
 		Level string `toml:"level"`
 	} `toml:"log"`
 	Redis struct {
-		URL       string   `toml:"url"`
-		Timeout   Duration `toml:"timeout"`
-		KeyPrefix string   `toml:"key_prefix"`
-		PoolSize  int      `toml:"pool_size"`
-		Pipelines int      `toml:"pipelines"`
+		URL              string   `toml:"url"`
+		SentinelMaster   string   `toml:"sentinel_master"`
+		SentinelAddrs    []string `toml:"sentinel_addrs"`
+		ClusterAddrs     []string `toml:"cluster_addrs"`
+		MinReplicasAcked int      `toml:"min_replicas_acked"`
+		Timeout          Duration `toml:"timeout"`
+		KeyPrefix        string   `toml:"key_prefix"`
+		PoolSize         int      `toml:"pool_size"`
+		Pipelines        int      `toml:"pipelines"`
 	} `toml:"redis"`
 	Postgres struct {
 		URL string `toml:"url"`
@@ -131,11 +136,21 @@ type Config struct {
 		} `toml:"http"`
 	} `toml:"sender"`
 
+	// From the environment only (SMSGW_REDIS_SENTINEL_PASSWORD).
+	redisSentinelPassword string
+
 	// Parsed forms, filled by validate.
 	trustedProxies []netip.Prefix
 	messages       *otp.Messages
 	prefixRules    []otp.PrefixRules
 	apiKeys        []api.APIKey
+}
+
+// redis is what the Redis client is built from.
+func (c *Config) redis() redisconn.Options {
+	r := c.Redis
+	return redisconn.Options{URL: r.URL, SentinelMaster: r.SentinelMaster, SentinelAddrs: r.SentinelAddrs,
+		SentinelPassword: c.redisSentinelPassword, ClusterAddrs: r.ClusterAddrs, Timeout: r.Timeout.Duration, PoolSize: r.PoolSize}
 }
 
 func (c *Config) pumping() pumping.Config {
@@ -267,6 +282,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 			*dst = v
 		}
 	}
+	cfg.redisSentinelPassword = getenv("SMSGW_REDIS_SENTINEL_PASSWORD")
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -299,14 +315,17 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("log.level: want debug, info, warn or error, got %q", c.Log.Level)
 	}
-	if u, err := url.Parse(c.Redis.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-		return fmt.Errorf("redis.url: want redis://host:port/db, got %q", c.Redis.URL)
+	if err := c.redis().Validate(); err != nil {
+		return err
 	}
-	if c.Redis.Timeout.Duration <= 0 {
-		return errors.New("redis.timeout: must be positive")
+	if c.Redis.MinReplicasAcked < 0 {
+		return fmt.Errorf("redis.min_replicas_acked: must not be negative, got %d", c.Redis.MinReplicasAcked)
 	}
-	if c.Redis.PoolSize < 0 {
-		return errors.New("redis.pool_size: must not be negative")
+	if c.Redis.MinReplicasAcked > 0 && len(c.Redis.ClusterAddrs) > 0 {
+		return errors.New("redis.min_replicas_acked: not supported with cluster_addrs yet (WAIT would have to go to each shard's primary); use 0 on Cluster")
+	}
+	if strings.ContainsAny(c.Redis.KeyPrefix, "{}") {
+		return fmt.Errorf("redis.key_prefix: must not contain { or }: keys carry their own hash tags, got %q", c.Redis.KeyPrefix)
 	}
 	if c.Redis.Pipelines < 1 {
 		return fmt.Errorf("redis.pipelines: must be at least 1, got %d", c.Redis.Pipelines)

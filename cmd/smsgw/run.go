@@ -23,6 +23,7 @@ import (
 	"smsgw/audit"
 	"smsgw/challenge"
 	"smsgw/internal/redisbatch"
+	"smsgw/internal/redisconn"
 	"smsgw/migrations"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
@@ -133,25 +134,6 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
-func newRedis(cfg *Config) (*redis.Client, error) {
-	opt, err := redis.ParseURL(cfg.Redis.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redis.url: %w", err)
-	}
-	t := cfg.Redis.Timeout.Duration
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = t, t, t
-	opt.PoolTimeout = t
-	opt.ContextTimeoutEnabled = true
-	// A retry would double the time a request waits on a dead Redis; the
-	// request fails closed instead and the client may try again.
-	opt.MaxRetries = -1
-	opt.DialerRetries = 1
-	if cfg.Redis.PoolSize > 0 {
-		opt.PoolSize = cfg.Redis.PoolSize
-	}
-	return redis.NewClient(opt), nil
-}
-
 // secrets come from the environment only, never from the config file.
 type secrets struct {
 	code        string // SMSGW_SECRET
@@ -164,7 +146,7 @@ type secrets struct {
 
 // deps is what serve and serveDev build differently; the rest is shared.
 type deps struct {
-	rdb         *redis.Client
+	rdb         redis.UniversalClient
 	auditLog    otp.AuditLog
 	auditReader otp.AuditReader
 	deliveries  otp.DeliveryLog
@@ -180,7 +162,7 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		return fmt.Errorf("postgres.url: %w", err)
 	}
 	defer pool.Close()
-	rdb, err := newRedis(cfg)
+	rdb, err := redisconn.New(cfg.redis())
 	if err != nil {
 		return err
 	}
@@ -274,11 +256,19 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	}
 	// Limiter and code store share pipelines: a send's decision and its code
 	// ride with other requests' in one round trip.
+	// With min_replicas_acked each pipeline ends in WAIT: an admission (and
+	// its code) is held by that many replicas before any text goes out.
 	scripts := redisbatch.New(d.rdb, redisbatch.Options{
-		Pipelines: cfg.Redis.Pipelines,
-		Timeout:   cfg.Redis.Timeout.Duration,
+		Pipelines:   cfg.Redis.Pipelines,
+		Timeout:     cfg.Redis.Timeout.Duration,
+		MinReplicas: cfg.Redis.MinReplicasAcked,
 	})
-	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache})
+	limiter := ratelimit.New(d.rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
+		ReservationLease: max(5*time.Second, 4*cfg.Redis.Timeout.Duration)})
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "smsgw_ratelimit_contention_refusals_total",
+		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
+	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
 	// Background loops stop after the last request and before Redis and the
 	// audit log close, so what they flush on the way out still has somewhere
 	// to go.
@@ -288,7 +278,7 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	running.Add(1)
 	go func() {
 		defer running.Done()
-		if err := limiter.Run(runCtx, d.rdb); err != nil {
+		if err := limiter.Run(runCtx); err != nil {
 			log.Error("limiter refusal cache stopped", "err", err)
 		}
 	}()

@@ -113,7 +113,7 @@ func New(t testing.TB, o Options) Service {
 	if o.LocalRefusals > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { limiter.Run(ctx, rdb); close(done) }()
+		go func() { limiter.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	var guard *pumping.Guard
