@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	redisURL    string
 	keyPrefix   string
+	redisTOML   string // more [redis] keys: a topology's addresses
 	databaseURL string
 }
 
@@ -98,7 +99,7 @@ func startWith(t *testing.T, e env, config string, extraEnv []string, args ...st
 func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "smsgw.toml")
-	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n\n%s", e.keyPrefix, config)
+	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n%s\n\n%s", e.keyPrefix, e.redisTOML, config)
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}

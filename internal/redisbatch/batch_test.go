@@ -131,7 +131,7 @@ func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
 }
 
 func TestWaitForReplicas(t *testing.T) {
-	primary, replica := redistopo.StartReplicated(t)
+	primary, replica, _ := redistopo.StartReplicated(t)
 	rdb := primary.Client()
 	defer rdb.Close()
 	ctx := context.Background()

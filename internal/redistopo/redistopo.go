@@ -27,6 +27,9 @@ import (
 type Node struct {
 	Addr   string
 	Port   int
+	t      testing.TB
+	conf   func(port int, dir string) []string
+	dir    string
 	cmd    *exec.Cmd
 	out    *testenv.Buffer
 	exited chan struct{}
@@ -97,39 +100,12 @@ func portFree(p int) bool {
 // meanwhile, and waits until it answers PING.
 func start(t testing.TB, conf func(port int, dir string) []string) *Node {
 	t.Helper()
-	bin := serverBinary(t)
+	serverBinary(t)
 	var last string
 	for range 5 {
-		port := freePort(t)
-		dir := t.TempDir()
-		n := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, out: &testenv.Buffer{}, exited: make(chan struct{})}
-		n.cmd = exec.Command(bin, conf(port, dir)...)
-		n.cmd.Dir = dir
-		n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
-		// The server dies with the test process even if cleanup never runs.
-		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := n.cmd.Start(); err != nil {
-			t.Fatalf("redistopo: start redis-server: %v", err)
-		}
-		go func() { _ = n.cmd.Wait(); close(n.exited) }()
-		t.Cleanup(func() {
-			n.Resume()
-			n.Kill()
-			if t.Failed() {
-				t.Logf("redis-server %s output:\n%s", n.Addr, n.out.String())
-			}
-		})
-		c := n.Client()
-		err := poll(15*time.Second, func() error {
-			if !n.alive() {
-				return errExited
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return c.Ping(ctx).Err()
-		})
-		c.Close()
-		if err == nil {
+		n := &Node{Port: freePort(t), dir: t.TempDir(), t: t, conf: conf}
+		n.Addr = "127.0.0.1:" + strconv.Itoa(n.Port)
+		if err := n.run(); err == nil {
 			return n
 		}
 		last = n.out.String()
@@ -137,6 +113,53 @@ func start(t testing.TB, conf func(port int, dir string) []string) *Node {
 	}
 	t.Fatalf("redistopo: redis-server did not start:\n%s", last)
 	return nil
+}
+
+// Restart starts a killed node again on its port, empty (nothing is
+// persisted), as a supervisor would.
+func (n *Node) Restart() {
+	n.t.Helper()
+	if n.alive() {
+		n.t.Fatal("redistopo: restart of a running node")
+	}
+	if err := n.run(); err != nil {
+		n.t.Fatalf("redistopo: restart %s: %v\n%s", n.Addr, err, n.out.String())
+	}
+}
+
+// run starts the process and waits until it answers PING.
+func (n *Node) run() error {
+	t := n.t
+	n.out, n.exited = &testenv.Buffer{}, make(chan struct{})
+	cmd := exec.Command(serverBinary(t), n.conf(n.Port, n.dir)...)
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = n.out, n.out
+	// The server dies with the test process even if cleanup never runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redistopo: start redis-server: %v", err)
+	}
+	n.cmd = cmd
+	exited, out := n.exited, n.out
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("redis-server %s output:\n%s", n.Addr, out.String())
+		}
+	})
+	c := n.Client()
+	defer c.Close()
+	return poll(15*time.Second, func() error {
+		if !n.alive() {
+			return errExited
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return c.Ping(ctx).Err()
+	})
 }
 
 var errExited = fmt.Errorf("redis-server exited")
@@ -155,7 +178,7 @@ func poll(d time.Duration, f func() error) error {
 
 func baseArgs(port int, dir string) []string {
 	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", ""}
+		"--save", "", "--appendonly", "no", "--logfile", "", "--repl-diskless-sync-delay", "0"}
 }
 
 // Cluster is a Redis Cluster of masters without replicas.
@@ -241,12 +264,15 @@ func StartSingle(t testing.TB) *Node {
 }
 
 // StartReplicated starts a primary and a replica of it, and waits until the
-// replica is in sync.
-func StartReplicated(t testing.TB) (primary, replica *Node) {
+// replica is in sync. The replica reaches the primary through link, which a
+// test may cut to stop replication while both keep running.
+func StartReplicated(t testing.TB) (primary, replica *Node, link *testenv.Proxy) {
 	t.Helper()
 	primary = start(t, baseArgs)
+	link = testenv.NewProxy(t, primary.Addr)
+	_, linkPort, _ := net.SplitHostPort(link.Addr())
 	replica = start(t, func(port int, dir string) []string {
-		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", linkPort)
 	})
 	rc := replica.Client()
 	defer rc.Close()
@@ -262,7 +288,7 @@ func StartReplicated(t testing.TB) (primary, replica *Node) {
 	}); err != nil {
 		t.Fatalf("redistopo: replica: %v", err)
 	}
-	return primary, replica
+	return primary, replica, link
 }
 
 // SentinelSet is one primary, its replica and the sentinels watching them.
@@ -270,6 +296,7 @@ type SentinelSet struct {
 	Master    string // the name the sentinels monitor
 	Primary   *Node
 	Replica   *Node
+	Link      *testenv.Proxy // the replica's connection to the primary
 	Sentinels []*Node
 }
 
@@ -289,7 +316,7 @@ func (s *SentinelSet) SentinelAddrs() []string {
 func StartSentinel(t testing.TB, sentinels int, downAfter time.Duration) *SentinelSet {
 	t.Helper()
 	s := &SentinelSet{Master: "smsgw"}
-	s.Primary, s.Replica = StartReplicated(t)
+	s.Primary, s.Replica, s.Link = StartReplicated(t)
 	ctx := context.Background()
 	for range sentinels {
 		s.Sentinels = append(s.Sentinels, start(t, func(port int, dir string) []string {
