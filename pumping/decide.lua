@@ -45,8 +45,9 @@
 --   kind "n" network: counts every text; p1 floor.               keys: 1
 --   kind "m" money:   the spend ledger; p1 the text's price (micro-units),
 --                     p2 "hour_budget day_budget" (0: none).     keys: 1
---   A group with a range or a country starts with the phone's record (one
---   more key, before the subjects).
+-- ARGV[11] 1 when KEYS[1] is the phone's record (the destination group, even
+--          with no range or country rule on, so an approval can find the
+--          networks to credit)
 --
 -- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new}:
 -- bucket is the one counted in and new 1 when the phone was counted anew,
@@ -128,8 +129,14 @@ local function wait(key, u, budget, b, counted_is_u)
 end
 
 local n = tonumber(ARGV[10])
-local ki, ai = 1, 11
+local ki, ai = 1, 12
 local rec, counted = nil, false
+if ARGV[11] == '1' then
+  rec = KEYS[1]
+  ki = 2
+  local h = tonumber(redis.call('HGET', rec, 'h'))
+  counted = h ~= nil and h >= oldest
+end
 local state = {}
 local verdict, rule, ru, rb, retry = 1, 0, 0, 0, 0
 local near, nearu, nearb, nearr = 0, 0, 0, 0.5
@@ -137,12 +144,6 @@ local near, nearu, nearb, nearr = 0, 0, 0, 0.5
 for i = 1, n do
   local kind, p1, p2 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2]
   ai = ai + 3
-  if (kind == 'r' or kind == 'c') and rec == nil then
-    rec = KEYS[ki]
-    ki = ki + 1
-    local h = tonumber(redis.call('HGET', rec, 'h'))
-    counted = h ~= nil and h >= oldest
-  end
   local st = {kind = kind, key = KEYS[ki]}
   ki = ki + 1
   local u, budget

@@ -132,9 +132,9 @@ func (g *Guard) Held(phone otp.Phone, ip netip.Addr) (otp.PumpingRefusal, bool) 
 func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 	var out []group
 	if g.cfg.Mode != ModeOff {
-		if d := g.destination(phone); len(d.subjects) > 0 {
-			out = append(out, d)
-		}
+		// The destination group always goes: its record of the phone is
+		// how an approval finds the networks to credit.
+		out = append(out, g.destination(phone))
 		if c := g.caller(ip); len(c.subjects) > 0 {
 			out = append(out, c)
 		}
@@ -252,10 +252,10 @@ func merge(groups []group) group {
 }
 
 func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode int) (call, error) {
-	args := make([]any, 0, 10+3*len(grp.subjects))
+	args := make([]any, 0, 11+3*len(grp.subjects))
 	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
 		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
-		ms(g.cfg.Grace), phone, netid, len(grp.subjects))
+		ms(g.cfg.Grace), phone, netid, len(grp.subjects), flag(grp.record != ""))
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':
@@ -305,7 +305,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		if c.fresh {
 			fresh = "1"
 		}
-		args = append(args, c.bucket, t.phone, fresh, len(c.grp.subjects))
+		args = append(args, c.bucket, t.phone, fresh, flag(c.grp.record != ""), len(c.grp.subjects))
 		for _, s := range c.grp.subjects {
 			args = append(args, string(s.kind), s.price)
 		}
@@ -331,9 +331,6 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 		return nil
 	}
 	d := g.destination(phone)
-	if len(d.subjects) == 0 {
-		return nil
-	}
 	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d"}
 	reply, err := approveScript.Run(ctx, g.rdb, g.approvalKeys(d), args...).Slice()
 	if err != nil {
@@ -374,6 +371,13 @@ func (g *Guard) approvalKeys(d group) []string {
 		}
 	}
 	return append(keys, pend)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0) }

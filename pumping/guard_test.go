@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
@@ -18,7 +19,7 @@ import (
 // fixture is a guard on the test Redis under the test's own prefix, with a
 // clock the test moves.
 type fixture struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	clock  *testenv.Clock
 }
@@ -27,6 +28,15 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	return &fixture{rdb: rdb, prefix: prefix, clock: testenv.NewClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))}
+}
+
+// onCluster is a fixture on a real 3-master Redis Cluster, keys under a
+// prefix of the test's own (the cluster is the test's own too).
+func onCluster(t *testing.T, c *redistopo.Cluster) *fixture {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	return &fixture{rdb: rdb, prefix: "test:" + testenv.Unique() + ":", clock: testenv.NewClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))}
 }
 
 func (f *fixture) guard(t *testing.T, edit func(*Config), cluster bool) *Guard {
@@ -504,4 +514,93 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// On a real Redis Cluster every group of subjects lives in its own slot: a
+// decision is one call per group, a refusal in one group releases what the
+// others counted, and approvals reach the networks through the phone's
+// record.
+func TestRealCluster(t *testing.T) {
+	c := redistopo.StartCluster(t, 3)
+	t.Run("a range and a network refuse", func(t *testing.T) {
+		f := onCluster(t, c)
+		g := f.guard(t, only(RuleRange100, RuleNet32, RuleCountry), true)
+		for i := 0; i < 2; i++ {
+			if r := reserve(t, g, phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("203.0.113.1")); r.Refused != nil {
+				t.Fatalf("send %d refused by %s", i, r.Refused.Rule)
+			}
+		}
+		r := reserve(t, g, phone(t, "+447400100050"), ip("203.0.113.2"))
+		if r.Refused == nil || r.Refused.Rule != RuleRange100 {
+			t.Fatalf("third number of the block: %+v", r.Refused)
+		}
+		// The network group counted nothing for the refused send: 203.0.113.2
+		// still has its whole floor.
+		for i := 0; i < 5; i++ {
+			if r := reserve(t, g, phone(t, fmt.Sprintf("+4474002%05d", i*1000)), ip("203.0.113.2")); r.Refused != nil {
+				t.Fatalf("network send %d refused by %s: the refused send was not released", i, r.Refused.Rule)
+			}
+		}
+		if r := reserve(t, g, phone(t, "+447400299999"), ip("203.0.113.2")); r.Refused == nil || r.Refused.Rule != RuleNet32 {
+			t.Fatalf("sixth text from one address: %+v", r.Refused)
+		}
+	})
+	t.Run("approvals credit the asking network", func(t *testing.T) {
+		f := onCluster(t, c)
+		g := f.guard(t, only(RuleNet32), true)
+		ctx := context.Background()
+		for i := 0; i < 12; i++ {
+			p := phone(t, fmt.Sprintf("+4474003%05d", i*1000))
+			if r := reserve(t, g, p, ip("203.0.113.9")); r.Refused != nil {
+				t.Fatalf("send %d refused although every code was approved", i)
+			}
+			if err := g.Approved(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("replicas race", func(t *testing.T) {
+		f := onCluster(t, c)
+		replicas := []*Guard{f.guard(t, only(RuleRange100, RuleNet24), true), f.guard(t, only(RuleRange100, RuleNet24), true)}
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < 40; i++ {
+			wg.Go(func() {
+				r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip(fmt.Sprintf("198.51.%d.1", i)), false)
+				if err != nil {
+					t.Error(err)
+				} else if r.Refused == nil {
+					admitted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := admitted.Load(); n != 2 {
+			t.Fatalf("admitted %d; want exactly 2", n)
+		}
+	})
+	t.Run("holds, lift and overrides", func(t *testing.T) {
+		f := onCluster(t, c)
+		g := f.guard(t, only(RuleRange100), true)
+		ctx := context.Background()
+		for i := 0; i < 3; i++ {
+			reserve(t, g, phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"))
+		}
+		held, _, err := g.Holds(ctx)
+		if err != nil || len(held) != 1 {
+			t.Fatalf("holds: %+v %v", held, err)
+		}
+		if err := g.Lift(ctx, held[0].Rule, held[0].Subject); err != nil {
+			t.Fatal(err)
+		}
+		if r := reserve(t, g, phone(t, "+447400100077"), ip("198.51.100.1")); r.Refused != nil {
+			t.Fatalf("refused after the lift: %+v", r.Refused)
+		}
+		if err := g.SetOverride(ctx, otp.Override{Target: "+447400", Action: otp.OverrideBlock, ExpiresAt: f.clock.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := g.Lookup("+447400100077"); !ok || o.Action != otp.OverrideBlock {
+			t.Fatalf("lookup: %+v %v", o, ok)
+		}
+	})
 }

@@ -6,19 +6,20 @@
 -- ARGV[1]  the bucket decide.lua counted in
 -- ARGV[2]  the phone (E.164)
 -- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
--- ARGV[4]  number of subjects; then per subject: kind, amount (the price
+-- ARGV[4]  1 when KEYS[1] is the phone's record
+-- ARGV[5]  number of subjects; then per subject: kind, amount (the price
 --          for "m", else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
-local n = tonumber(ARGV[4])
-local ki, ai = 1, 5
+local n = tonumber(ARGV[5])
+local ki, ai = 1, 6
 local rec = nil
+if ARGV[4] == '1' then
+  rec = KEYS[1]
+  ki = 2
+end
 for i = 1, n do
   local kind, amount = ARGV[ai], tonumber(ARGV[ai + 1]) or 1
   ai = ai + 2
-  if (kind == 'r' or kind == 'c') and rec == nil then
-    rec = KEYS[ki]
-    ki = ki + 1
-  end
   local key = KEYS[ki]
   ki = ki + 1
   if kind == 'c' then

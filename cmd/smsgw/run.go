@@ -288,7 +288,8 @@ func serveHTTP(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, 
 	}
 	// The guard always runs: with its rules off it still keeps the
 	// operators' overrides and the spend ceiling.
-	guard := pumping.New(d.rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: reg})
+	_, onCluster := d.rdb.(*redis.ClusterClient)
+	guard := pumping.New(d.rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: reg, Cluster: onCluster})
 	running.Add(1)
 	go func() {
 		defer running.Done()
