@@ -22,6 +22,8 @@ type SendRequest struct {
 	// phone, within the code's lifetime, get the first answer again: no
 	// second text, no second limit hit.
 	IdempotencyKey string
+	// Audit, when set, makes the send's row durable before any text.
+	Audit SendAudit
 }
 
 // SendResult is what happened to a send request. It is filled as far as the
@@ -107,6 +109,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	if err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
 		return res, fmt.Errorf("render message: %w", err)
+	}
+	if err := s.beforeText(sendCtx, req, phone, res.Reason, issued, subjects); err != nil {
+		return res, err
 	}
 	receipt, err := s.Sender.Send(sendCtx, phone, body)
 	if err != nil {
