@@ -89,7 +89,9 @@ func orphans(parent, own string) []string {
 // lockSpool takes dir's lock and lists its segments; it returns nil, nil when
 // another process holds it.
 func lockSpool(dir string) (*spool, error) {
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	// Read-only: a flock needs no write access, and an open writable file
+	// would keep the spool's file system from being remounted read-only.
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}

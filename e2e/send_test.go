@@ -230,7 +230,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
 	p.stop(t)
 	close(stopLoad)
 	wg.Wait()
@@ -295,12 +295,15 @@ func TestProviderConfigErrorsStopTheStart(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "smsgw.toml")
 			writeFile(t, path, tt.config)
 			cmd := exec.Command(binary, "-config", path)
-			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+secret, "SMSGW_DATABASE_URL="+testenv.Database(t), "TWILIO_ACCOUNT_SID=", "TWILIO_AUTH_TOKEN=", "SMSGW_HTTP_SECRET=")
+			// Credentials are checked before anything is created.
+			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+secret, "SMSGW_DATABASE_URL="+absentDatabase(t), "TWILIO_ACCOUNT_SID=", "TWILIO_AUTH_TOKEN=", "SMSGW_HTTP_SECRET=")
 			cmd.Env = append(cmd.Env, tt.env...)
+			cmd.Dir = t.TempDir()
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tt.want) {
 				t.Fatalf("%v\n%s\nwant it to name %s", err, out, tt.want)
 			}
+			requireNoSpool(t, cmd.Dir)
 		})
 	}
 }

@@ -77,8 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if *dev {
 			return serveDev(ctx, cfg, sec, log, stderr)
 		}
-		if sec.code == "" {
-			return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+		if err := sec.validate(cfg); err != nil {
+			return err
 		}
 		return serve(ctx, cfg, sec, log)
 	case "migrate":
@@ -156,6 +156,21 @@ type secrets struct {
 	httpSecret  string // SMSGW_HTTP_SECRET
 }
 
+// validate checks every secret and credential the configuration needs
+// before anything is created or changed (database, schema, spool): a start
+// that is going to fail fails first.
+func (sec secrets) validate(cfg *Config) error {
+	if sec.code == "" {
+		return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+	}
+	if _, err := otp.NewSecrets(sec.code); err != nil {
+		return fmt.Errorf("SMSGW_SECRET: %w", err)
+	}
+	// Building the providers checks their credentials and touches nothing.
+	_, err := buildProviders(cfg, sec, nil, prometheus.NewRegistry())
+	return err
+}
+
 // pumpingGuard keeps a nil *pumping.Guard from becoming a non-nil interface.
 func pumpingGuard(g *pumping.Guard) otp.PumpingGuard {
 	if g == nil {
@@ -216,6 +231,8 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		checks: []api.Check{
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 			{Name: "postgres", Check: pool.Ping},
+			// Rows can be made durable somewhere (Postgres or the spool).
+			{Name: "audit", Check: writer.Ready},
 		},
 		closeAudit: writer.Close,
 	})
