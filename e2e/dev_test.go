@@ -15,6 +15,7 @@ import (
 )
 
 func TestDevModeNeedsNothing(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "-dev")
 	// Outside services that do not exist: dev mode must not touch them.
@@ -76,6 +77,7 @@ func TestDevModeNeedsNothing(t *testing.T) {
 }
 
 func TestDevModeRefusesNonLoopback(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "-dev")
 	cmd.Env = append(os.Environ(), "SMSGW_LISTEN=0.0.0.0:0")
 	out, err := cmd.CombinedOutput()

@@ -43,6 +43,7 @@ fail_prefixes = ["+1201"]
 `
 
 func TestSendOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, shortWindows)
 	xff := map[string]string{"X-Forwarded-For": "203.0.113.5", "X-Request-ID": "e2e-first"}
@@ -140,6 +141,7 @@ func TestSendOverHTTP(t *testing.T) {
 // TestTwoProcessesRace races requests through two service processes sharing
 // one Redis: the limits hold across replicas.
 func TestTwoProcessesRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := `
 [server]
@@ -205,6 +207,7 @@ trusted_proxies = ["127.0.0.0/8"]
 // TestShutdownLosesNoAuditRow sends SIGTERM in the middle of a load: every
 // request that got an answer has its row.
 func TestShutdownLosesNoAuditRow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, "[server]\ntrusted_proxies = [\"127.0.0.0/8\"]\n")
 	var answered atomic.Int64
@@ -240,6 +243,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 }
 
 func TestMigrateCreatesTheDatabase(t *testing.T) {
+	t.Parallel()
 	name := "smsgw_test_migrate_" + testenv.Unique()
 	dsn := testenv.WithDatabase(testenv.PostgresURL(), name)
 	t.Cleanup(func() { dropDatabase(t, name) })
@@ -259,6 +263,7 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 }
 
 func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.toml")
 	writeFile(t, path, "[otp]\nmax_attempts = -1\n")
 	out, err := exec.Command(binary, "-config", path).CombinedOutput()
@@ -281,6 +286,7 @@ func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
 // TestProviderConfigErrorsStopTheStart: a provider that cannot work stops the
 // start, naming what is wrong.
 func TestProviderConfigErrorsStopTheStart(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, config string
 		env          []string

@@ -45,6 +45,7 @@ func outboxBodies(t *testing.T, p *process, phone string) []string {
 // text (locale, WebOTP line), fail once, verify, and find it all audited
 // without the code.
 func TestSendReadVerify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, codesConfig)
 	const phone = "+393123456789"
@@ -110,6 +111,7 @@ func TestSendReadVerify(t *testing.T) {
 }
 
 func TestAdminOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, "")
 	post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, nil)
