@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -234,4 +236,28 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestSpoolOfAnEarlierVersionIsReplayed: a spool an older smsgw left (rows
+// in its short JSON form, segments directly in spool_dir) is adopted and
+// replayed after an upgrade.
+func TestSpoolOfAnEarlierVersionIsReplayed(t *testing.T) {
+	pool := newPool(t, newDatabase(t))
+	dir := t.TempDir()
+	id := newUUID()
+	line := fmt.Sprintf(`{"id":%q,"t":"2026-11-01T10:00:00Z","k":"send","o":"sent","r":"req-old","p":"+14155552671","ip":"192.0.2.1","pv":"fake","m":"FAKE9"}`, id)
+	seg := fmt.Sprintf("%08x %s\n", crc32.ChecksumIEEE([]byte(line)), line)
+	if err := os.WriteFile(filepath.Join(dir, "spool-00000000000000000001.log"), []byte(seg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newWriter(t, pool, audit.Options{SpoolDir: dir, AdoptEvery: 50 * time.Millisecond})
+	waitFor(t, "the old row", func() bool { return count(t, pool) == 1 })
+	var phone, ip, msgID string
+	if err := pool.QueryRow(context.Background(), "SELECT phone_e164, host(client_ip), provider_message_id FROM audit_log WHERE id = $1", id).
+		Scan(&phone, &ip, &msgID); err != nil {
+		t.Fatal(err)
+	}
+	if phone != "+14155552671" || ip != "192.0.2.1" || msgID != "FAKE9" {
+		t.Fatalf("old row: %s %s %s", phone, ip, msgID)
+	}
 }

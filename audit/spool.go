@@ -75,7 +75,10 @@ func openSpool(parent string) (*spool, error) {
 // replica's directory but own, and parent itself (the layout before there
 // was one spool per replica).
 func orphans(parent, own string) []string {
-	out := []string{parent}
+	var out []string
+	if old, _ := filepath.Glob(filepath.Join(parent, "spool-*.log")); len(old) > 0 {
+		out = append(out, parent)
+	}
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
 		dir := filepath.Join(parent, e.Name())

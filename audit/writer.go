@@ -568,6 +568,12 @@ func (w *Writer) adoptOrphans() {
 	if !w.pgReady.Load() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(w.giveUp, 5*time.Second)
+	err := w.pool.Ping(ctx)
+	cancel()
+	if err != nil {
+		return // Postgres is away: orphaned rows are safe where they are
+	}
 	for _, dir := range orphans(w.opts.SpoolDir, w.spool.dir) {
 		sp, err := lockSpool(dir)
 		if err != nil || sp == nil {
