@@ -119,29 +119,6 @@ func handleAdminLimits(svc *otp.Service, maxAttempts int, auditLog otp.AuditLog,
 	}
 }
 
-type auditRowJSON struct {
-	ID                string    `json:"id"`
-	CreatedAt         time.Time `json:"created_at"`
-	Kind              string    `json:"kind"`
-	Outcome           string    `json:"outcome"`
-	RequestID         string    `json:"request_id"`
-	PhoneE164         *string   `json:"phone_e164"`
-	ClientIP          *string   `json:"client_ip"`
-	Reason            *string   `json:"reason"`
-	Provider          *string   `json:"provider"`
-	ProviderMessageID *string   `json:"provider_message_id"`
-	DeliveryStatus    *string   `json:"delivery_status"`
-	DeliveryErrorCode *string   `json:"delivery_error_code"`
-	APIKey            *string   `json:"api_key"`
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 const (
 	defaultAuditLimit = 50
 	maxAuditLimit     = 1000
@@ -156,21 +133,11 @@ func handleAdminAudit(reader otp.AuditReader, defaultRegion string, auditLog otp
 		if err != nil {
 			return err
 		}
-		out := make([]auditRowJSON, len(rows))
-		for i, e := range rows {
-			var ip *string
-			if e.ClientIP.IsValid() {
-				s := e.ClientIP.String()
-				ip = &s
-			}
-			out[i] = auditRowJSON{
-				ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome, RequestID: e.RequestID,
-				PhoneE164: nullable(e.Phone), ClientIP: ip, Reason: nullable(e.Reason), Provider: nullable(e.Provider),
-				ProviderMessageID: nullable(e.MessageID), DeliveryStatus: nullable(e.DeliveryStatus),
-				DeliveryErrorCode: nullable(e.DeliveryErrorCode), APIKey: nullable(e.APIKey),
-			}
+		if rows == nil {
+			rows = []otp.AuditEvent{}
 		}
-		return c.JSON(http.StatusOK, out)
+		// Each row in its one JSON shape, named by the table's columns.
+		return c.JSON(http.StatusOK, rows)
 	}
 }
 

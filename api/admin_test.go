@@ -74,7 +74,7 @@ func TestAdminAuth(t *testing.T) {
 			}
 		})
 	}
-	rows := on.audit.JSONLines()
+	rows := on.audit.AuditRows()
 	if len(rows) != 6 || rows[0]["kind"] != "admin" || rows[0]["outcome"] != "unauthorized" {
 		t.Fatalf("refused admin calls must be audited: %v", rows)
 	}
@@ -142,7 +142,7 @@ func TestAdminLimits(t *testing.T) {
 			t.Fatalf("%q: %d %s", bad, r.Status, r.Raw)
 		}
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	actions := map[string]int{}
 	for _, row := range rows {
 		if row["kind"] == "admin" {

@@ -38,7 +38,7 @@ func TestAPIKeys(t *testing.T) {
 			if tt.status == 401 && (r.ErrorCode() != "unauthorized" || r.Header.Get("WWW-Authenticate") == "") {
 				t.Fatalf("%s %v", r.Raw, r.Header)
 			}
-			rows := s.audit.JSONLines()
+			rows := s.audit.AuditRows()
 			last := rows[len(rows)-1]
 			if tt.status == 401 && (last["outcome"] != "unauthorized" || last["reason"] != tt.reason) {
 				t.Fatalf("audit %v", last)
@@ -65,7 +65,7 @@ func TestPhoneNotAllowedOverHTTP(t *testing.T) {
 	if r.Status != 422 || r.ErrorCode() != "phone_not_allowed" || r.ErrorField("reason") != "type:premium_rate" {
 		t.Fatalf("%d %s", r.Status, r.Raw)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if rows[0]["outcome"] != "phone_not_allowed" || rows[0]["reason"] != "type:premium_rate" || rows[0]["phone_e164"] != "+449061234567" {
 		t.Fatalf("audit %v", rows[0])
 	}

@@ -349,6 +349,8 @@ func (a asyncAudit) Record(ctx context.Context, e otp.AuditEvent) error {
 	return nil
 }
 
+func (a asyncAudit) Finish(e otp.AuditEvent) { a.w.Finish(e) }
+
 func (a asyncAudit) Accepting() error { return a.w.Accepting() }
 
 // fresh makes a generator of a new value every call.

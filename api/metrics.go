@@ -27,7 +27,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"status"}),
 	}
 	m.unaudited = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "smsgw_requests_unanswered_total", Help: "Requests dropped unanswered because their audit row could not be made durable.",
+		Name: "smsgw_requests_unanswered_total", Help: "Requests answered 503 (admin calls: dropped unanswered) because their audit row could not be made durable.",
 	})
 	reg.MustRegister(m.requests, m.duration, m.outcomes, m.receipts, m.unaudited)
 	return m

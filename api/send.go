@@ -69,24 +69,34 @@ func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *ht
 		}
 		if err != nil {
 			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-			record(ctx, auditLog, log, m, ev)
+			if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+				return rerr
+			}
 			return err
 		}
-
 		if err := auditLog.Accepting(); err != nil {
-			// The audit spool is at its cap: fail closed, text nobody.
-			ev.Outcome, ev.Reason = otp.EUnavailable, "audit_spool_full"
-			record(ctx, auditLog, log, m, ev)
-			return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: err}
+			return refuseUnaudited(ctx, auditLog, log, m, ev, err)
 		}
+
+		row := &sendRow{log: auditLog, ev: ev}
 		res, err := svc.Send(ctx, otp.SendRequest{
 			Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
-			ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken,
+			ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
 		setOutcome(&ev, err, otp.OutcomeSent)
-		record(ctx, auditLog, log, m, ev)
+		if row.failed {
+			ev.Reason = otp.ReasonAudit
+		}
+		if row.durable {
+			// The row is durable as sending: its final outcome follows
+			// without the client waiting for it.
+			m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
+			auditLog.Finish(ev)
+		} else if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+			return rerr
+		}
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
 		}
@@ -160,18 +170,63 @@ func outcomeOf(err error, success string) string {
 	}
 }
 
-// record makes the request's audit row durable before the request is
-// answered. If it cannot be, the request is not answered at all: the
-// connection is dropped, so no client ever holds an answer the audit trail
-// does not show.
-func record(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) {
+// sendRow is a send's audit row, written with outcome sending when the send
+// flow is about to call a provider.
+type sendRow struct {
+	log     otp.AuditLog
+	ev      otp.AuditEvent
+	durable bool // the row is durable as sending
+	failed  bool // it could not be made durable: nothing was texted
+}
+
+func (r *sendRow) Sending(ctx context.Context, phone otp.Phone, reason string) error {
+	e := r.ev
+	e.Phone, e.Outcome, e.Reason = phone.E164, otp.OutcomeSending, reason
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	if err := r.log.Record(rctx, e); err != nil {
+		r.failed = true
+		return err
+	}
+	r.durable = true
+	return nil
+}
+
+// auditTimeout bounds the wait for a row to be durable.
+const auditTimeout = 5 * time.Second
+
+// refuseUnaudited answers 503 to a request that would text or consume
+// something while rows cannot be made durable. Its own row is kept by the
+// audit log, which writes it once it can.
+func refuseUnaudited(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent, cause error) error {
+	ev.Outcome, ev.Reason = otp.EUnavailable, otp.ReasonAudit
+	if err := durable(ctx, auditLog, log, m, ev); err != nil {
+		return err
+	}
+	return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: cause}
+}
+
+// durable makes the request's audit row durable before the request is
+// answered. If it cannot be, the answer is 503 unavailable whatever the
+// request's outcome, so no client holds an answer the audit trail may not
+// show; the audit log keeps the row and writes it when it can.
+func durable(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) error {
 	m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 	// The row must be taken even if the client has gone.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if err := auditLog.Record(rctx, ev); err != nil {
-		log.ErrorContext(ctx, "audit row not durable: dropping the request unanswered", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
+		log.ErrorContext(ctx, "audit row not durable: answering 503", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
 		m.unaudited.Inc()
+		return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: err}
+	}
+	return nil
+}
+
+// record is durable for admin calls, which drop the connection unanswered
+// rather than answer without a row.
+func record(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) {
+	if err := durable(ctx, auditLog, log, m, ev); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,7 @@ type testServer struct {
 
 type serverOpts struct {
 	rdb            *redis.Client // nil: the test Redis
+	prefix         string        // with rdb: its key prefix
 	trustedProxies []netip.Prefix
 	checks         []api.Check
 	adminToken     string
@@ -51,7 +53,7 @@ type serverOpts struct {
 func newTestServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Config: o.config, Messages: o.messages})
+	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Prefix: o.prefix, Config: o.config, Messages: o.messages})
 	buf := &testenv.Buffer{}
 	auditLog := o.auditLog
 	if auditLog == nil {
@@ -123,13 +125,71 @@ func TestSendAccepted(t *testing.T) {
 	if msgs := s.outbox.Messages("+14155552671"); len(msgs) != 1 {
 		t.Fatalf("outbox: %+v", msgs)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if len(rows) != 1 || rows[0]["outcome"] != "sent" || rows[0]["phone_e164"] != "+14155552671" ||
 		rows[0]["request_id"] != "req-abc-123" || rows[0]["client_ip"] != "127.0.0.1" || rows[0]["provider"] != "fake" || rows[0]["provider_message_id"] == "" {
 		t.Fatalf("audit rows %v", rows)
 	}
+	// The row was durable as sending before the provider was called.
+	var outcomes []any
+	for _, l := range s.audit.JSONLines() {
+		outcomes = append(outcomes, l["outcome"])
+	}
+	if len(outcomes) != 2 || outcomes[0] != "sending" || outcomes[1] != "sent" {
+		t.Fatalf("audit lines %v, want sending then sent", outcomes)
+	}
 	if strings.Contains(s.audit.String(), strings.TrimPrefix(s.outbox.Messages("")[0].Body, "Your verification code is ")) {
 		t.Fatal("the code is in the audit log")
+	}
+}
+
+// failingAudit makes no row durable; Accepting says so only when told.
+type failingAudit struct{ admits bool }
+
+func (f failingAudit) Record(context.Context, otp.AuditEvent) error {
+	return errors.New("disk full and Postgres down")
+}
+func (f failingAudit) Finish(otp.AuditEvent) {}
+func (f failingAudit) Accepting() error {
+	if f.admits {
+		return nil
+	}
+	return errors.New("not durable")
+}
+
+// TestSendWithoutDurableAudit: when no row can be made durable, a send
+// answers 503 unavailable and texts nobody, whether the audit log knew it
+// before the send (Accepting) or found out at its row (sending); the quota
+// the send took is given back.
+func TestSendWithoutDurableAudit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		log  failingAudit
+	}{
+		{"known before", failingAudit{admits: false}},
+		{"found at the sending row", failingAudit{admits: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestServer(t, serverOpts{auditLog: tc.log})
+			for i := 0; i < 3; i++ {
+				r := send(t, s, `{"phone": "+14155552671"}`, nil)
+				if r.Status != 503 || r.ErrorCode() != "unavailable" {
+					t.Fatalf("send %d: %d %s", i, r.Status, r.Raw)
+				}
+			}
+			if msgs := s.outbox.Messages(""); len(msgs) != 0 {
+				t.Fatalf("texted without a durable row: %+v", msgs)
+			}
+			if r := verify(t, s, `{"phone": "+14155552671", "code": "123456"}`); r.Status != 503 {
+				t.Fatalf("verify: %d %s", r.Status, r.Raw)
+			}
+			// Nothing was consumed: with a working log the phone's one send
+			// a minute is still there.
+			ok := newTestServer(t, serverOpts{rdb: s.svc.Redis, prefix: s.svc.Prefix})
+			if r := send(t, ok, `{"phone": "+14155552671"}`, nil); r.Status != 202 {
+				t.Fatalf("send after: %d %s", r.Status, r.Raw)
+			}
+		})
 	}
 }
 
@@ -158,7 +218,7 @@ func TestSendRateLimited(t *testing.T) {
 	if r.Header.Get("X-RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Policy") == "" {
 		t.Fatalf("headers %v", r.Header)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if last := rows[len(rows)-1]; last["outcome"] != "rate_limited" || last["reason"] != "phone:1m" {
 		t.Fatalf("audit row %v", last)
 	}
@@ -226,7 +286,7 @@ func TestSendClientErrors(t *testing.T) {
 	if n := len(s.outbox.Messages("")); n != 1 {
 		t.Fatalf("outbox holds %d texts", n)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if len(rows) != len(tests) {
 		t.Fatalf("%d audit rows for %d requests", len(rows), len(tests))
 	}
@@ -245,7 +305,7 @@ func TestSendProviderRefusal(t *testing.T) {
 			t.Fatalf("attempt %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if rows[0]["outcome"] != "provider_error" || rows[0]["provider"] != "fake" || rows[0]["reason"] != "refused" {
 		t.Fatalf("audit row %v", rows[0])
 	}
@@ -269,7 +329,7 @@ func TestSendRedisDown(t *testing.T) {
 	if len(s.outbox.Messages("")) != 0 {
 		t.Fatal("texted without a limit check")
 	}
-	if rows := s.audit.JSONLines(); len(rows) != 1 || rows[0]["outcome"] != "unavailable" {
+	if rows := s.audit.AuditRows(); len(rows) != 1 || rows[0]["outcome"] != "unavailable" {
 		t.Fatalf("audit %v", rows)
 	}
 }
@@ -318,7 +378,7 @@ func TestClientIPFromTrustedProxy(t *testing.T) {
 	if r := send(t, s, `{"phone": "+14155552679"}`, map[string]string{"X-Forwarded-For": "203.0.113.10"}); r.Status != 202 {
 		t.Fatalf("another client: %d %s", r.Status, r.Raw)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if rows[0]["client_ip"] != "203.0.113.9" {
 		t.Fatalf("audit client_ip %v", rows[0]["client_ip"])
 	}
@@ -433,7 +493,7 @@ func TestIdempotencyKeyOverHTTP(t *testing.T) {
 			t.Fatalf("key %q: %d %s", bad, r.Status, r.Raw)
 		}
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	if rows[1]["outcome"] != "sent" || rows[1]["reason"] != "idempotent_replay" || rows[1]["provider_message_id"] != rows[0]["provider_message_id"] {
 		t.Fatalf("replay audit row %v", rows[1])
 	}

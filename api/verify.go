@@ -42,8 +42,14 @@ func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *
 		}
 		if err != nil {
 			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-			record(ctx, auditLog, log, m, ev)
+			if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+				return rerr
+			}
 			return err
+		}
+		if err := auditLog.Accepting(); err != nil {
+			// A verify consumes an attempt or the code: not without its row.
+			return refuseUnaudited(ctx, auditLog, log, m, ev, err)
 		}
 
 		res, err := svc.Verify(ctx, otp.VerifyRequest{
@@ -51,7 +57,9 @@ func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *
 		})
 		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 		setOutcome(&ev, err, otp.OutcomeApproved)
-		record(ctx, auditLog, log, m, ev)
+		if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+			return rerr
+		}
 		if res.Limited {
 			setLimitHeaders(c.Response().Header(), res.Decision)
 		}

@@ -69,7 +69,7 @@ func TestVerifyOverHTTP(t *testing.T) {
 	if r := do(t, http.MethodPost, s.URL+"/v1/otp/verify", "application/json", strings.NewReader(strings.Repeat(" ", 17000)), nil); r.Status != 413 {
 		t.Fatalf("huge body: %d", r.Status)
 	}
-	rows := s.audit.JSONLines()
+	rows := s.audit.AuditRows()
 	outcomes := map[string]int{}
 	for _, row := range rows {
 		if row["kind"] == "verify" {

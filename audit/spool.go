@@ -27,7 +27,8 @@ var ErrSpoolFull = errors.New("audit: spool full")
 // slow or down: a directory of segment files, each line one row as
 // "<crc32 hex> <json>". Rows are appended and synced before their requests
 // are answered; segments are replayed into Postgres in order and then
-// deleted. One process owns a spool directory (an exclusive flock).
+// deleted. One process owns a spool directory (an exclusive flock, which the
+// kernel lets go when the process dies, however it dies).
 type spool struct {
 	dir  string
 	lock *os.File
@@ -43,24 +44,72 @@ type spool struct {
 
 func segmentName(seq uint64) string { return fmt.Sprintf("spool-%020d.log", seq) }
 
-// openSpool takes the directory (creating it) and finds the segments a
-// previous run left, to be replayed first.
-func openSpool(dir string) (*spool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// replicaPrefix names the spool of each replica under audit.spool_dir, so
+// replicas started from one config file on one host each keep their own.
+const replicaPrefix = "replica-"
+
+// openSpool takes the first spool under parent that no live process holds
+// (creating parent and it as needed), with whatever rows a dead replica left
+// in it, to be replayed first.
+func openSpool(parent string) (*spool, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, fmt.Errorf("audit.spool_dir: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	for i := 0; i < 1024; i++ {
+		dir := filepath.Join(parent, fmt.Sprintf("%s%d", replicaPrefix, i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("audit.spool_dir: %w", err)
+		}
+		s, err := lockSpool(dir)
+		if err != nil {
+			return nil, fmt.Errorf("audit.spool_dir: %w", err)
+		}
+		if s != nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("audit.spool_dir: %s: 1024 replicas' spools are all in use", parent)
+}
+
+// orphans lists the spools under parent a replica may have left: each
+// replica's directory but own, and parent itself (the layout before there
+// was one spool per replica).
+func orphans(parent, own string) []string {
+	var out []string
+	if old, _ := filepath.Glob(filepath.Join(parent, "spool-*.log")); len(old) > 0 {
+		out = append(out, parent)
+	}
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		dir := filepath.Join(parent, e.Name())
+		if e.IsDir() && strings.HasPrefix(e.Name(), replicaPrefix) && dir != own {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// lockSpool takes dir's lock and lists its segments; it returns nil, nil when
+// another process holds it.
+func lockSpool(dir string) (*spool, error) {
+	// Read-only: a flock needs no write access, and an open writable file
+	// would keep the spool's file system from being remounted read-only.
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("audit.spool_dir: %w", err)
+		return nil, err
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("audit.spool_dir: %s is in use by another smsgw process; give each its own", dir)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, err
 	}
 	s := &spool{dir: dir, lock: lock}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("audit.spool_dir: %w", err)
+		lock.Close()
+		return nil, err
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -73,6 +122,7 @@ func openSpool(dir string) (*spool, error) {
 		}
 		info, err := e.Info()
 		if err != nil {
+			lock.Close()
 			return nil, err
 		}
 		s.closed = append(s.closed, seq)
@@ -91,7 +141,7 @@ func openSpool(dir string) (*spool, error) {
 func (s *spool) append(events []otp.AuditEvent, hardCap int64) error {
 	var buf bytes.Buffer
 	for _, e := range events {
-		line, err := json.Marshal(toSpoolRow(e))
+		line, err := json.Marshal(e)
 		if err != nil {
 			return err
 		}
@@ -117,12 +167,20 @@ func (s *spool) append(events []otp.AuditEvent, hardCap int64) error {
 	n, err := s.active.Write(buf.Bytes())
 	s.bytes += int64(n)
 	s.activeSz += int64(n)
+	if err != nil && s.active.Truncate(s.activeSz-int64(n)) == nil {
+		// A short write (a full disk): cut it off and keep the segment, so
+		// retries do not leave a torn segment each.
+		s.bytes -= int64(n)
+		s.activeSz -= int64(n)
+		return fmt.Errorf("audit: spool: %w", err)
+	}
 	if err == nil {
 		err = s.active.Sync()
 	}
 	if err != nil {
-		// The rows were not acknowledged. Close the segment so its partial
-		// line stays its torn tail, ignored at replay.
+		// The rows were not acknowledged, and after a failed sync the file's
+		// state is unknown. Close the segment so a partial line stays its
+		// torn tail, ignored at replay.
 		s.active.Close()
 		s.active = nil
 		s.closed = append(s.closed, s.seq)
@@ -241,30 +299,6 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// spoolRow is a row's stable on-disk form.
-type spoolRow struct {
-	ID        string    `json:"id"`
-	Time      time.Time `json:"t"`
-	Kind      string    `json:"k"`
-	Outcome   string    `json:"o"`
-	RequestID string    `json:"r"`
-	Phone     string    `json:"p,omitempty"`
-	ClientIP  string    `json:"ip,omitempty"`
-	Reason    string    `json:"why,omitempty"`
-	Provider  string    `json:"pv,omitempty"`
-	MessageID string    `json:"m,omitempty"`
-	APIKey    string    `json:"key,omitempty"`
-}
-
-func toSpoolRow(e otp.AuditEvent) spoolRow {
-	r := spoolRow{ID: e.ID, Time: e.Time, Kind: e.Kind, Outcome: e.Outcome, RequestID: e.RequestID, Phone: e.Phone,
-		Reason: e.Reason, Provider: e.Provider, MessageID: e.MessageID, APIKey: e.APIKey}
-	if e.ClientIP.IsValid() {
-		r.ClientIP = e.ClientIP.String()
-	}
-	return r
-}
-
 func parseSpoolLine(line []byte) (otp.AuditEvent, error) {
 	sum, body, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(sum) != 8 {
@@ -274,9 +308,36 @@ func parseSpoolLine(line []byte) (otp.AuditEvent, error) {
 	if err != nil || uint32(want) != crc32.ChecksumIEEE(body) {
 		return otp.AuditEvent{}, errors.New("checksum mismatch")
 	}
-	var r spoolRow
-	if err := json.Unmarshal(body, &r); err != nil {
+	var e otp.AuditEvent
+	if err := json.Unmarshal(body, &e); err != nil {
 		return otp.AuditEvent{}, err
+	}
+	if e.Time.IsZero() {
+		return parseLegacyRow(body)
+	}
+	return e, nil
+}
+
+// legacyRow is how spools written before rows had one JSON shape held them,
+// read so an upgrade replays what an older version left.
+type legacyRow struct {
+	ID        string    `json:"id"`
+	Time      time.Time `json:"t"`
+	Kind      string    `json:"k"`
+	Outcome   string    `json:"o"`
+	RequestID string    `json:"r"`
+	Phone     string    `json:"p"`
+	ClientIP  string    `json:"ip"`
+	Reason    string    `json:"why"`
+	Provider  string    `json:"pv"`
+	MessageID string    `json:"m"`
+	APIKey    string    `json:"key"`
+}
+
+func parseLegacyRow(body []byte) (otp.AuditEvent, error) {
+	var r legacyRow
+	if err := json.Unmarshal(body, &r); err != nil || r.Time.IsZero() {
+		return otp.AuditEvent{}, errors.New("a row without a time")
 	}
 	e := otp.AuditEvent{ID: r.ID, Time: r.Time, Kind: r.Kind, Outcome: r.Outcome, RequestID: r.RequestID, Phone: r.Phone,
 		Reason: r.Reason, Provider: r.Provider, MessageID: r.MessageID, APIKey: r.APIKey}

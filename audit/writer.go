@@ -1,5 +1,5 @@
 // Package audit stores the audit trail in Postgres (and, in dev mode, as JSON
-// lines on stderr). A row is durable before its request is answered: in
+// lines on stderr). A row is durable before anything depends on it: in
 // Postgres, or while Postgres is slow or down, in a local fsynced spool that
 // is replayed into Postgres when it is back.
 package audit
@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,12 +22,14 @@ import (
 
 // Options tune a Writer. Zero values pick the defaults.
 type Options struct {
-	// QueueSize bounds the rows waiting for their batch.
+	// QueueSize bounds the rows waiting for their batch, and the rows kept
+	// in memory while neither Postgres nor the spool takes any.
 	QueueSize int
 	// BatchSize bounds the rows in one write.
 	BatchSize int
-	// SpoolDir is where rows go while Postgres is slow or down. Empty means
-	// no spool: rows then wait for Postgres, and requests with them.
+	// SpoolDir is where rows go while Postgres is slow or down: each Writer
+	// takes a directory of its own under it. Empty means no spool: rows then
+	// wait for Postgres, and requests with them.
 	SpoolDir string
 	// SpoolMaxBytes is the spool's cap: at it, Accepting refuses new texts,
 	// and 10% more holds the rows of the requests refused meanwhile.
@@ -37,23 +37,32 @@ type Options struct {
 	// WriteTimeout is how long a batch waits for Postgres before it goes to
 	// the spool instead (default 250ms).
 	WriteTimeout time.Duration
-	Metrics      prometheus.Registerer
+	// RetryEvery is how often rows that could not be made durable are tried
+	// again (default 200ms), and AdoptEvery how often the spools of replicas
+	// that are gone are looked for (default 5s).
+	RetryEvery time.Duration
+	AdoptEvery time.Duration
+	Metrics    prometheus.Registerer
 }
 
 // Writer is an otp.AuditLog. Record returns once the row is durable, so a
 // request is never answered with a row that a crash could lose. Rows are
 // written in groups (group commit): whatever is waiting when a write starts
 // shares it, one Postgres commit or one fsync, so waiting costs each request
-// a few milliseconds under any load.
+// a few milliseconds under any load. A send's final outcome (Finish) rides in
+// the next group without anyone waiting for it.
 //
-// In Postgres, a batch is one binary COPY; if it collides with rows already
-// stored (a retry after an ambiguous failure, a replayed spool) it is written
-// again with ON CONFLICT DO NOTHING, so every row is stored exactly once.
+// In Postgres, a batch is one COPY into a staging table and one INSERT ... ON
+// CONFLICT from it, so every row is stored exactly once however often it is
+// written. A row Postgres refuses for its data is set apart (the batch is
+// split until it is alone) into the dead-letter file, and never holds up
+// another.
 type Writer struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	opts  Options
 	spool *spool
+	dead  deadLetters
 
 	mu     sync.RWMutex // guards closed against Record sending on a closed queue
 	closed bool
@@ -62,27 +71,36 @@ type Writer struct {
 	// giveUp ends waits once Close's deadline has passed.
 	giveUp context.Context
 	stop   context.CancelFunc
+	loops  sync.WaitGroup
 
 	// modeMu orders switching between Postgres and the spool with the
-	// batches written meanwhile: rows never overtake each other.
+	// batches written meanwhile.
 	modeMu   sync.Mutex
 	spooling atomic.Bool // rows go to the spool until it is replayed
 	pgReady  atomic.Bool // the schema exists; until then rows are spooled
 	drainMu  sync.Mutex  // one replay at a time (the loop's, or Close's)
+	// notDurable holds why the last batch could be made durable nowhere;
+	// nil once one could.
+	notDurable atomic.Pointer[error]
 
-	written, failed, spooled, replayed, lost prometheus.Counter
-	wait                                     prometheus.Histogram
+	written, failed, spooled, replayed, lost, deadRows prometheus.Counter
+	wait                                               prometheus.Histogram
 }
 
 type pending struct {
 	e    otp.AuditEvent
-	done chan error
+	done chan error // nil for Finish: nobody waits
 }
 
 var _ otp.AuditLog = (*Writer)(nil)
 
-// NewWriter starts a Writer, taking over the spool directory and the rows a
-// previous run left in it. Close it to flush.
+// ErrNotDurable means a row could be made durable neither in Postgres nor in
+// the spool (a full disk, a read-only or unwritable spool, an I/O error,
+// while Postgres is away). The row is kept in memory and tried again.
+var ErrNotDurable = errors.New("audit: rows cannot be made durable: neither Postgres nor the spool takes them")
+
+// NewWriter starts a Writer, taking a spool directory of its own under
+// SpoolDir with the rows a previous run left in it. Close it to flush.
 func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, error) {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 65536
@@ -96,17 +114,25 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.SpoolMaxBytes <= 0 {
 		opts.SpoolMaxBytes = 1 << 30
 	}
+	if opts.RetryEvery <= 0 {
+		opts.RetryEvery = 200 * time.Millisecond
+	}
+	if opts.AdoptEvery <= 0 {
+		opts.AdoptEvery = 5 * time.Second
+	}
 	giveUp, stop := context.WithCancel(context.Background())
 	w := &Writer{
 		pool: pool, log: log, opts: opts,
+		dead:   deadLetters{path: deadLetterPath(opts.SpoolDir)},
 		queue:  make(chan pending, opts.QueueSize),
 		done:   make(chan struct{}),
 		giveUp: giveUp, stop: stop,
 		written:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_written_total", Help: "Audit rows stored in Postgres as requests were answered."}),
 		failed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_write_errors_total", Help: "Audit batches Postgres did not take in time."}),
 		spooled:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_spooled_total", Help: "Audit rows made durable in the local spool."}),
-		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_replayed_total", Help: "Spooled audit rows replayed into Postgres."}),
-		lost:     prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_lost_total", Help: "Audit rows not stored (no spool and Postgres down through shutdown). Should stay 0."}),
+		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_replayed_total", Help: "Spooled audit rows replayed into Postgres (own spool and adopted ones)."}),
+		lost:     prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_lost_total", Help: "Audit rows not stored (durable nowhere through shutdown, or past the memory bound while nothing was durable). Should stay 0."}),
+		deadRows: prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_dead_lettered_total", Help: "Audit rows Postgres refused for their data, kept in the dead-letter file."}),
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "smsgw_audit_durable_seconds",
 			Help: "How long a request waited for its audit row to be durable.", Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1}}),
 	}
@@ -119,15 +145,17 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		w.spool = sp
 		if !sp.empty() {
 			w.spooling.Store(true)
-			log.Warn("audit spool holds rows from an earlier run; they are replayed into Postgres first", "dir", opts.SpoolDir)
+			log.Warn("audit spool holds rows from an earlier run; they are replayed into Postgres first", "dir", sp.dir)
 		}
 	}
 	if opts.Metrics != nil {
-		opts.Metrics.MustRegister(w.written, w.failed, w.spooled, w.replayed, w.lost, w.wait,
+		opts.Metrics.MustRegister(w.written, w.failed, w.spooled, w.replayed, w.lost, w.deadRows, w.wait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_queue_depth", Help: "Audit rows waiting for their batch."},
 				func() float64 { return float64(len(w.queue)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spooling", Help: "1 while audit rows go to the local spool instead of Postgres."},
 				func() float64 { return b2f(w.spooling.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_accepting", Help: "1 while audit rows can be made durable; at 0 sends answer 503."},
+				func() float64 { return b2f(w.Accepting() == nil) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spool_bytes", Help: "Size of the local audit spool."},
 				func() float64 { n, _ := w.spoolSize(); return float64(n) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spool_rows", Help: "Rows in the local audit spool (-1: unknown until replayed)."},
@@ -136,6 +164,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	}
 	go w.run()
 	if w.spool != nil {
+		w.loops.Add(1)
 		go w.replay()
 	}
 	return w, nil
@@ -165,18 +194,26 @@ func (w *Writer) PostgresReady() bool { return w.pgReady.Load() }
 // ErrClosed is returned by Record after Close.
 var ErrClosed = errors.New("audit: writer closed")
 
-// Accepting reports whether requests that may text should go on: at the
-// spool's cap it answers ErrSpoolFull, and sends fail closed rather than go
-// unaudited.
+// Accepting reports whether requests that may text should go on: while rows
+// can be made durable nowhere it answers ErrNotDurable, at the spool's cap
+// ErrSpoolFull, and sends fail closed rather than go unaudited. It is also
+// the readiness check named "audit".
 func (w *Writer) Accepting() error {
+	if err := w.notDurable.Load(); err != nil {
+		return *err
+	}
 	if n, _ := w.spoolSize(); n >= w.opts.SpoolMaxBytes {
 		return ErrSpoolFull
 	}
 	return nil
 }
 
+// Ready is Accepting as a readiness check.
+func (w *Writer) Ready(context.Context) error { return w.Accepting() }
+
 // Record returns once e is durable, in Postgres or in the spool. An error
-// means it is not: the request must not be answered.
+// means it is not (the row is still kept in memory and tried again): the
+// request must not claim it is.
 func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 	start := time.Now()
 	p := pending{e: e, done: make(chan error, 1)}
@@ -189,6 +226,17 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("audit: row not durable in time: %w", ctx.Err())
+	}
+}
+
+// Finish queues a send's final outcome, its row being durable already as
+// sending; it rides in the next group without anyone waiting for it.
+func (w *Writer) Finish(e otp.AuditEvent) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.enqueue(ctx, pending{e: e}); err != nil {
+		w.lost.Inc()
+		w.log.Error("a send's final outcome was not queued; its row stays sending", "id", e.ID, "outcome", e.Outcome, "err", err)
 	}
 }
 
@@ -231,6 +279,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		}
 	}
 	w.stop()
+	w.loops.Wait()
 	if w.spool != nil {
 		w.modeMu.Lock()
 		w.spool.close()
@@ -244,12 +293,29 @@ func (w *Writer) Close(ctx context.Context) error {
 
 func (w *Writer) run() {
 	defer close(w.done)
+	// backlog holds rows that could be made durable nowhere (their waiters
+	// were told); they go first in every later write.
+	var backlog []otp.AuditEvent
+	retry := time.NewTicker(w.opts.RetryEvery)
+	defer retry.Stop()
 	batch := make([]pending, 0, w.opts.BatchSize)
-	for p := range w.queue {
+	for {
+		batch = batch[:0]
+		select {
+		case p, ok := <-w.queue:
+			if !ok {
+				w.lastTry(backlog)
+				return
+			}
+			batch = append(batch, p)
+		case <-retry.C:
+			if len(backlog) == 0 {
+				continue
+			}
+		}
 		// Group commit: take the first row, then whatever else is already
 		// waiting. Under load batches grow by themselves; when idle a row is
 		// written at once.
-		batch = append(batch[:0], p)
 	fill:
 		for len(batch) < w.opts.BatchSize {
 			select {
@@ -262,31 +328,65 @@ func (w *Writer) run() {
 				break fill
 			}
 		}
-		err := w.commit(batch)
+		events := make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch))
+		copy(events, backlog)
 		for _, p := range batch {
-			p.done <- err
+			events = append(events, p.e)
+		}
+		err := w.commit(events)
+		if err == nil {
+			if len(backlog) > 0 {
+				w.log.Info("audit rows are durable again", "kept_rows", len(backlog))
+			}
+			backlog = nil
+			w.notDurable.Store(nil)
+		} else {
+			backlog = w.bound(events)
+			w.notDurable.Store(&err)
+		}
+		for _, p := range batch {
+			if p.done != nil {
+				p.done <- err
+			}
 		}
 	}
 }
 
-// commit makes a batch durable: in Postgres when it is answering in time,
-// else in the spool, which then takes every row until it is replayed.
-func (w *Writer) commit(batch []pending) error {
-	events := make([]otp.AuditEvent, len(batch))
-	for i, p := range batch {
-		events[i] = p.e
+// bound keeps at most QueueSize rows waiting in memory, the newest.
+func (w *Writer) bound(events []otp.AuditEvent) []otp.AuditEvent {
+	if over := len(events) - w.opts.QueueSize; over > 0 {
+		w.lost.Add(float64(over))
+		w.log.Error("audit rows lost: durable nowhere for too long, past the memory bound", "rows", over)
+		events = events[over:]
 	}
+	return events
+}
+
+// lastTry writes what is still kept in memory, once more, at Close.
+func (w *Writer) lastTry(backlog []otp.AuditEvent) {
+	if len(backlog) == 0 {
+		return
+	}
+	if err := w.commit(backlog); err != nil {
+		w.lost.Add(float64(len(backlog)))
+		w.log.Error("audit rows lost at shutdown: durable nowhere", "rows", len(backlog), "err", err)
+	}
+}
+
+// commit makes a batch durable: in Postgres when it is answering in time,
+// else in the spool, which then takes every row until it is replayed. When
+// the spool cannot take them either, Postgres is asked once more (it may be
+// back before the replay noticed); past that the batch is not durable.
+func (w *Writer) commit(events []otp.AuditEvent) error {
 	w.modeMu.Lock()
 	defer w.modeMu.Unlock()
+	triedPostgres := false
 	if !w.spooling.Load() && w.pgReady.Load() {
-		ctx, cancel := context.WithTimeout(w.giveUp, w.opts.WriteTimeout)
-		err := Write(ctx, w.pool, events)
-		cancel()
+		triedPostgres = true
+		err := w.timed(events)
 		if err == nil {
-			w.written.Add(float64(len(events)))
 			return nil
 		}
-		w.failed.Inc()
 		if w.spool == nil {
 			return w.writeWithRetry(events, err)
 		}
@@ -298,11 +398,58 @@ func (w *Writer) commit(batch []pending) error {
 	}
 	// A batch Postgres took too long for may still commit; its replay then
 	// finds the rows stored and skips them.
-	if err := w.spool.append(events, w.hardCap()); err != nil {
-		w.log.Error("audit rows could not be spooled: their requests go unanswered", "rows", len(events), "err", err)
+	err := w.spool.append(events, w.hardCap())
+	if err == nil {
+		w.spooled.Add(float64(len(events)))
+		return nil
+	}
+	if !triedPostgres && w.pgReady.Load() && w.timed(events) == nil {
+		return nil
+	}
+	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(events), "err", err)
+	return fmt.Errorf("%w: %w", ErrNotDurable, err)
+}
+
+// timed stores events in Postgres within the write timeout.
+func (w *Writer) timed(events []otp.AuditEvent) error {
+	ctx, cancel := context.WithTimeout(w.giveUp, w.opts.WriteTimeout)
+	defer cancel()
+	if err := w.store(ctx, events); err != nil {
+		w.failed.Inc()
 		return err
 	}
-	w.spooled.Add(float64(len(events)))
+	w.written.Add(float64(len(events)))
+	return nil
+}
+
+// store writes events to Postgres. A batch refused for its data is split
+// until the refused rows are alone; those go to the dead letters, and every
+// other row is stored.
+func (w *Writer) store(ctx context.Context, events []otp.AuditEvent) error {
+	err := Write(ctx, w.pool, events)
+	pgErr, bad := refusedData(err)
+	if !bad {
+		return err
+	}
+	if len(events) == 1 {
+		return w.deadLetter(events[0], pgErr)
+	}
+	half := len(events) / 2
+	if err := w.store(ctx, events[:half]); err != nil {
+		return err
+	}
+	return w.store(ctx, events[half:])
+}
+
+func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
+	d := newDeadLetter(e, pgErr)
+	w.deadRows.Inc()
+	w.log.Error("Postgres refused an audit row for its data; kept in the dead letters, other rows go on",
+		"file", w.dead.path, "sqlstate", pgErr.Code, "err", pgErr.Message, "row", d)
+	if err := w.dead.keep(d); err != nil {
+		// The row is in the log line above, whole; keep going.
+		w.log.Error("audit dead letter not written", "err", err)
+	}
 	return nil
 }
 
@@ -325,7 +472,7 @@ func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 		ctx, cancel := context.WithTimeout(w.giveUp, 10*time.Second)
-		err = Write(ctx, w.pool, events)
+		err = w.store(ctx, events)
 		cancel()
 		if err == nil {
 			w.written.Add(float64(len(events)))
@@ -336,14 +483,22 @@ func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
 }
 
 // replay moves spooled rows into Postgres, oldest first, whenever Postgres
-// answers, and switches back to writing there once the spool is empty.
+// answers, and switches back to writing there once the spool is empty. Now
+// and then it adopts the spools of replicas that are gone.
 func (w *Writer) replay() {
+	defer w.loops.Done()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	adopt := time.NewTicker(w.opts.AdoptEvery)
+	defer adopt.Stop()
+	w.adoptOrphans() // a replica may have died while none was running
 	for {
 		select {
 		case <-w.giveUp.Done():
 			return
+		case <-adopt.C:
+			w.adoptOrphans()
+			continue
 		case <-tick.C:
 		}
 		if !w.spooling.Load() || !w.pgReady.Load() {
@@ -357,6 +512,7 @@ func (w *Writer) replay() {
 	}
 }
 
+// drain replays the own spool and goes back to writing to Postgres.
 func (w *Writer) drain(ctx context.Context) error {
 	w.drainMu.Lock()
 	defer w.drainMu.Unlock()
@@ -364,32 +520,11 @@ func (w *Writer) drain(ctx context.Context) error {
 		return err
 	}
 	for {
-		for _, seq := range w.spool.rotate() {
-			events, err := w.spool.read(seq)
-			if err != nil {
-				w.log.Error("audit spool segment is damaged; moved aside for inspection, its readable rows replayed", "segment", segmentName(seq), "err", err)
-			}
-			for i := 0; i < len(events); i += w.opts.BatchSize {
-				chunk := events[i:min(i+w.opts.BatchSize, len(events))]
-				if werr := Insert(ctx, w.pool, chunk); werr != nil {
-					return werr
-				}
-				if werr := applyEarlyReceipts(ctx, w.pool, chunk); werr != nil {
-					return werr
-				}
-			}
-			if err != nil {
-				if qerr := w.spool.quarantine(seq); qerr != nil {
-					return qerr
-				}
-			} else if err := w.spool.remove(seq, len(events)); err != nil {
-				return err
-			}
-			w.replayed.Add(float64(len(events)))
-			w.log.Info("audit spool segment replayed into Postgres", "segment", segmentName(seq), "rows", len(events))
+		if err := w.replaySegments(ctx, w.spool); err != nil {
+			return err
 		}
 		// Back to Postgres only if nothing was spooled meanwhile; otherwise
-		// replay that too first, so rows keep their order.
+		// replay that too first.
 		w.modeMu.Lock()
 		if w.spool.empty() {
 			w.spooling.Store(false)
@@ -401,70 +536,59 @@ func (w *Writer) drain(ctx context.Context) error {
 	}
 }
 
-var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason", "provider", "provider_message_id", "api_key"}
-
-// Write stores events, skipping those already stored. The fast path is COPY,
-// which cannot skip duplicates; a batch that hits one is rewritten by Insert.
-func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
-	_, err := pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
-		e := events[i]
-		var ip *netip.Addr
-		if e.ClientIP.IsValid() {
-			ip = &e.ClientIP
+// replaySegments moves every closed segment of sp into Postgres, oldest
+// first, and deletes it.
+func (w *Writer) replaySegments(ctx context.Context, sp *spool) error {
+	for _, seq := range sp.rotate() {
+		events, err := sp.read(seq)
+		if err != nil {
+			w.log.Error("audit spool segment is damaged; moved aside for inspection, its readable rows replayed", "segment", segmentName(seq), "dir", sp.dir, "err", err)
 		}
-		return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason), null(e.Provider), null(e.MessageID), null(e.APIKey)}, nil
-	}))
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: part of the batch is stored
-		err = Insert(ctx, pool, events)
-	} else if err != nil {
-		err = fmt.Errorf("audit: copy %d rows: %w", len(events), err)
-	}
-	if err != nil {
-		return err
-	}
-	return applyEarlyReceipts(ctx, pool, events)
-}
-
-func null(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// Insert stores events in one statement. Rows already stored are skipped, so
-// a batch may be written again after an ambiguous failure.
-func Insert(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
-	n := len(events)
-	ids := make([]string, n)
-	times := make([]time.Time, n)
-	kinds := make([]string, n)
-	outcomes := make([]string, n)
-	requestIDs := make([]string, n)
-	phones := make([]string, n)
-	ips := make([]string, n)
-	reasons := make([]string, n)
-	providers := make([]string, n)
-	messageIDs := make([]string, n)
-	apiKeys := make([]string, n)
-	for i, e := range events {
-		ids[i], times[i], kinds[i], outcomes[i], requestIDs[i] = e.ID, e.Time, e.Kind, e.Outcome, e.RequestID
-		phones[i], reasons[i], providers[i], messageIDs[i], apiKeys[i] = e.Phone, e.Reason, e.Provider, e.MessageID, e.APIKey
-		if e.ClientIP.IsValid() {
-			ips[i] = e.ClientIP.String()
+		for i := 0; i < len(events); i += w.opts.BatchSize {
+			if werr := w.store(ctx, events[i:min(i+w.opts.BatchSize, len(events))]); werr != nil {
+				return werr
+			}
 		}
-	}
-	_, err := pool.Exec(ctx, `
-		INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, client_ip, reason, provider, provider_message_id, api_key)
-		SELECT id, created_at, kind, outcome, request_id,
-		       NULLIF(phone, ''), NULLIF(ip, '')::inet, NULLIF(reason, ''), NULLIF(provider, ''), NULLIF(message_id, ''), NULLIF(api_key, '')
-		FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-		     AS t(id, created_at, kind, outcome, request_id, phone, ip, reason, provider, message_id, api_key)
-		ON CONFLICT DO NOTHING`,
-		ids, times, kinds, outcomes, requestIDs, phones, ips, reasons, providers, messageIDs, apiKeys)
-	if err != nil {
-		return fmt.Errorf("audit: insert %d rows: %w", n, err)
+		if err != nil {
+			if qerr := sp.quarantine(seq); qerr != nil {
+				return qerr
+			}
+		} else if err := sp.remove(seq, len(events)); err != nil {
+			return err
+		}
+		w.replayed.Add(float64(len(events)))
+		w.log.Info("audit spool segment replayed into Postgres", "segment", segmentName(seq), "dir", sp.dir, "rows", len(events))
 	}
 	return nil
+}
+
+// adoptOrphans replays the spools no live process holds: a replica that
+// died leaves its rows to whichever replica on the host looks first.
+func (w *Writer) adoptOrphans() {
+	if !w.pgReady.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.giveUp, 5*time.Second)
+	err := w.pool.Ping(ctx)
+	cancel()
+	if err != nil {
+		return // Postgres is away: orphaned rows are safe where they are
+	}
+	for _, dir := range orphans(w.opts.SpoolDir, w.spool.dir) {
+		sp, err := lockSpool(dir)
+		if err != nil || sp == nil {
+			continue
+		}
+		if !sp.empty() {
+			w.log.Warn("adopting the audit spool of a replica that is gone", "dir", dir)
+			ctx, cancel := context.WithTimeout(w.giveUp, time.Minute)
+			if err := w.replaySegments(ctx, sp); err != nil {
+				w.log.Warn("adopted audit spool left for later", "dir", dir, "err", err)
+			} else {
+				w.log.Info("adopted audit spool replayed", "dir", dir)
+			}
+			cancel()
+		}
+		sp.close()
+	}
 }

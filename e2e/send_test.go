@@ -43,6 +43,7 @@ fail_prefixes = ["+1201"]
 `
 
 func TestSendOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, shortWindows)
 	xff := map[string]string{"X-Forwarded-For": "203.0.113.5", "X-Request-ID": "e2e-first"}
@@ -140,6 +141,7 @@ func TestSendOverHTTP(t *testing.T) {
 // TestTwoProcessesRace races requests through two service processes sharing
 // one Redis: the limits hold across replicas.
 func TestTwoProcessesRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := `
 [server]
@@ -208,6 +210,7 @@ mode = "off" # the windows are tested here, with many unverified texts
 // TestShutdownLosesNoAuditRow sends SIGTERM in the middle of a load: every
 // request that got an answer has its row.
 func TestShutdownLosesNoAuditRow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, "[server]\ntrusted_proxies = [\"127.0.0.0/8\"]\n")
 	var answered atomic.Int64
@@ -233,7 +236,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
 	p.stop(t)
 	close(stopLoad)
 	wg.Wait()
@@ -243,6 +246,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 }
 
 func TestMigrateCreatesTheDatabase(t *testing.T) {
+	t.Parallel()
 	name := "smsgw_test_migrate_" + testenv.Unique()
 	dsn := testenv.WithDatabase(testenv.PostgresURL(), name)
 	t.Cleanup(func() { dropDatabase(t, name) })
@@ -262,6 +266,7 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 }
 
 func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.toml")
 	writeFile(t, path, "[otp]\nmax_attempts = -1\n")
 	out, err := exec.Command(binary, "-config", path).CombinedOutput()
@@ -284,6 +289,7 @@ func TestInvalidConfigExitsNamingTheKey(t *testing.T) {
 // TestProviderConfigErrorsStopTheStart: a provider that cannot work stops the
 // start, naming what is wrong.
 func TestProviderConfigErrorsStopTheStart(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, config string
 		env          []string
@@ -298,12 +304,15 @@ func TestProviderConfigErrorsStopTheStart(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "smsgw.toml")
 			writeFile(t, path, tt.config)
 			cmd := exec.Command(binary, "-config", path)
-			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+secret, "SMSGW_DATABASE_URL="+testenv.Database(t), "TWILIO_ACCOUNT_SID=", "TWILIO_AUTH_TOKEN=", "SMSGW_HTTP_SECRET=")
+			// Credentials are checked before anything is created.
+			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+secret, "SMSGW_DATABASE_URL="+absentDatabase(t), "TWILIO_ACCOUNT_SID=", "TWILIO_AUTH_TOKEN=", "SMSGW_HTTP_SECRET=")
 			cmd.Env = append(cmd.Env, tt.env...)
+			cmd.Dir = t.TempDir()
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tt.want) {
 				t.Fatalf("%v\n%s\nwant it to name %s", err, out, tt.want)
 			}
+			requireNoSpool(t, cmd.Dir)
 		})
 	}
 }

@@ -98,11 +98,25 @@ func startWith(t *testing.T, e env, config string, extraEnv []string, args ...st
 
 func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
+	return startFile(t, e, writeConfig(t, e, config), extraEnv, dir, args...)
+}
+
+// writeConfig writes a config file of the test's own: its Redis key prefix,
+// a Redis timeout a loaded machine running -race stays within, and config.
+func writeConfig(t *testing.T, e env, config string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "smsgw.toml")
-	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n%s\n\n%s", e.keyPrefix, e.redisTOML, config)
+	full := fmt.Sprintf("[redis]\nkey_prefix = %q\ntimeout = \"5s\"\n%s\n\n%s", e.keyPrefix, e.redisTOML, config)
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// startFile runs smsgw with the config file at path, in dir (a new
+// directory when empty), and waits until it answers /healthz.
+func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, args ...string) *process {
+	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, append([]string{"-config", path}, args...)...)
 	cmd.Env = append(os.Environ(),
@@ -133,7 +147,7 @@ func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir stri
 			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.exited:

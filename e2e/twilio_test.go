@@ -77,6 +77,7 @@ func (f *fakeTwilio) sent() []url.Values {
 // Twilio: texts go out in Twilio's wire format, refusals give quota back,
 // a timeout keeps it, and signed delivery receipts land on the audit row.
 func TestTwilioEndToEnd(t *testing.T) {
+	t.Parallel()
 	tw := newFakeTwilio(t)
 	e := newEnv(t)
 	const public = "https://sms.example.com/v1/webhooks/twilio/status"
@@ -135,7 +136,7 @@ status_callback_url = %q
 	if st := postForm(receipt, twiliotest.SignForm(twilioToken, public, receipt)); st != 204 {
 		t.Fatalf("signed receipt: %d", st)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if status := deliveryStatus(t, e, sid); status == "delivered" {
 			break
@@ -180,6 +181,7 @@ func deliveryStatus(t *testing.T, e env, sid string) string {
 // alone; and duplicate sends racing through two processes with one
 // Idempotency-Key text once.
 func TestFailoverAndIdempotencyAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	var gatewayCalls atomic.Int64
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gatewayCalls.Add(1)

@@ -45,6 +45,7 @@ func outboxBodies(t *testing.T, p *process, phone string) []string {
 // text (locale, WebOTP line), fail once, verify, and find it all audited
 // without the code.
 func TestSendReadVerify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, codesConfig)
 	const phone = "+393123456789"
@@ -110,6 +111,7 @@ func TestSendReadVerify(t *testing.T) {
 }
 
 func TestAdminOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, "")
 	post(t, p.URL+"/v1/otp/send", `{"phone": "+14155552671"}`, nil)
@@ -140,19 +142,23 @@ func TestAdminOverHTTP(t *testing.T) {
 	}
 }
 
+// TestServeNeedsASecret: a missing or short SMSGW_SECRET stops the start
+// before anything is created: no database, no schema, no spool.
 func TestServeNeedsASecret(t *testing.T) {
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), "SMSGW_SECRET=")
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "SMSGW_SECRET") {
-		t.Fatalf("started without a secret: %v %s", err, out)
-	}
-	cmd = exec.Command(binary)
-	cmd.Env = append(os.Environ(), "SMSGW_SECRET=short")
-	cmd.Dir = t.TempDir()
-	out, err = cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "at least 32") {
-		t.Fatalf("started with a short secret: %v %s", err, out)
+	t.Parallel()
+	for _, tt := range []struct{ name, secret, want string }{
+		{"missing", "", "SMSGW_SECRET"},
+		{"short", "short", "at least 32"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary)
+			cmd.Env = append(os.Environ(), "SMSGW_SECRET="+tt.secret, "SMSGW_DATABASE_URL="+absentDatabase(t))
+			cmd.Dir = t.TempDir()
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tt.want) {
+				t.Fatalf("started with secret %q: %v %s", tt.secret, err, out)
+			}
+			requireNoSpool(t, cmd.Dir)
+		})
 	}
 }

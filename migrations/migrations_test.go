@@ -66,8 +66,14 @@ func TestEnsureDatabaseCreatesIt(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, "Postgres", err)
 	}
-	defer admin.Close(ctx)
-	t.Cleanup(func() { admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	// The admin connection outlives the test's body: the cleanup drops the
+	// database through it, even when the test fails.
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+		admin.Close(context.Background())
+	})
 	for i := 0; i < 2; i++ { // the second call finds it
 		if err := migrations.EnsureDatabase(ctx, dsn); err != nil {
 			t.Fatalf("call %d: %v", i, err)

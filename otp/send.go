@@ -25,6 +25,8 @@ type SendRequest struct {
 	// ChallengeToken is a solved bot challenge, checked only when a pumping
 	// rule would refuse the send.
 	ChallengeToken string
+	// Audit, when set, makes the send's row durable before any text.
+	Audit SendAudit
 }
 
 // SendResult is what happened to a send request. It is filled as far as the
@@ -133,6 +135,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	if err != nil {
 		giveBack()
 		return res, fmt.Errorf("render message: %w", err)
+	}
+	if err := s.beforeText(sendCtx, req, phone, res.Reason, issued, subjects); err != nil {
+		gate.release(sendCtx)
+		return res, err
 	}
 	receipt, err := s.Sender.Send(sendCtx, phone, body)
 	if err != nil {

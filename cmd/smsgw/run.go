@@ -80,10 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if *dev {
 			return serveDev(ctx, cfg, sec, log, stderr)
 		}
-		if sec.code == "" {
-			return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
-		}
-		if err := cfg.challenge(sec.challenge).Validate(); err != nil {
+		if err := sec.validate(cfg); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, sec, log)
@@ -144,6 +141,24 @@ type secrets struct {
 	challenge   string // SMSGW_CHALLENGE_SECRET
 }
 
+// validate checks every secret and credential the configuration needs
+// before anything is created or changed (database, schema, spool): a start
+// that is going to fail fails first.
+func (sec secrets) validate(cfg *Config) error {
+	if sec.code == "" {
+		return fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+	}
+	if _, err := otp.NewSecrets(sec.code); err != nil {
+		return fmt.Errorf("SMSGW_SECRET: %w", err)
+	}
+	if err := cfg.challenge(sec.challenge).Validate(); err != nil {
+		return err
+	}
+	// Building the providers checks their credentials and touches nothing.
+	_, err := buildProviders(cfg, sec, nil, prometheus.NewRegistry())
+	return err
+}
+
 // deps is what serve and serveDev build differently; the rest is shared.
 type deps struct {
 	rdb         redis.UniversalClient
@@ -196,6 +211,8 @@ func serve(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger) erro
 		checks: []api.Check{
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 			{Name: "postgres", Check: pool.Ping},
+			// Rows can be made durable somewhere (Postgres or the spool).
+			{Name: "audit", Check: writer.Ready},
 		},
 		closeAudit: writer.Close,
 	})

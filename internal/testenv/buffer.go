@@ -39,3 +39,23 @@ func (b *Buffer) JSONLines() []map[string]any {
 	}
 	return out
 }
+
+// AuditRows returns the audit rows among the JSON lines as the table would
+// hold them: a send's "sending" line and its final line are one row, with
+// the final outcome, in the order rows first appeared.
+func (b *Buffer) AuditRows() []map[string]any {
+	var out []map[string]any
+	at := map[any]int{}
+	for _, row := range b.JSONLines() {
+		if row["audit"] != "audit_log" {
+			continue
+		}
+		if i, ok := at[row["id"]]; ok {
+			out[i] = row
+			continue
+		}
+		at[row["id"]] = len(out)
+		out = append(out, row)
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"smsgw/otp"
+)
+
+// columns are the audit_log columns the service writes, in the order values
+// encodes them. Adding a column is a migration, a field of otp.AuditEvent,
+// and an entry here and in values.
+var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
+	"provider", "provider_message_id", "api_key"}
+
+// values encodes a row for COPY, in the order of columns.
+func values(e otp.AuditEvent) []any {
+	var ip *netip.Addr
+	if e.ClientIP.IsValid() {
+		ip = &e.ClientIP
+	}
+	return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason),
+		null(e.Provider), null(e.MessageID), null(e.APIKey)}
+}
+
+func null(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+var (
+	columnList = strings.Join(columns, ", ")
+	// stage holds a batch on its way in: a temporary table per connection,
+	// emptied at every commit. Its name changes with the column list, so a
+	// connection older than a new column never uses a stale one.
+	stage       = fmt.Sprintf("audit_stage_%d", len(columns))
+	createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DELETE ROWS AS SELECT %s FROM audit_log WITH NO DATA`, stage, columnList)
+	// A row written again (a retried batch, a replayed spool) is stored
+	// once. A final outcome replaces only "sending", so replaying a send's
+	// first row after its final one changes nothing: rows may arrive in any
+	// order.
+	upsert = fmt.Sprintf(`INSERT INTO audit_log (%[1]s) SELECT %[1]s FROM %[2]s
+		ON CONFLICT (id, created_at) DO UPDATE SET outcome = excluded.outcome, reason = excluded.reason,
+			provider = excluded.provider, provider_message_id = excluded.provider_message_id
+		WHERE audit_log.outcome = '%[3]s' AND excluded.outcome <> '%[3]s'`, columnList, stage, otp.OutcomeSending)
+)
+
+// Write stores events in one transaction: one COPY into a staging table and
+// one INSERT from it. Rows already stored are skipped, and a send's final
+// outcome replaces its "sending", so a batch may be written again, and in
+// any order, after an ambiguous failure.
+func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
+	events = latest(events)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, createStage); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, columns, pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
+			return values(events[i]), nil
+		})); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, upsert)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("audit: write %d rows: %w", len(events), err)
+	}
+	return applyEarlyReceipts(ctx, pool, events)
+}
+
+// latest keeps the last version of each row in a batch (a send's final
+// outcome after its "sending"): one statement may not change a row twice.
+func latest(events []otp.AuditEvent) []otp.AuditEvent {
+	seen := make(map[string]int, len(events))
+	out := events[:0:0]
+	for _, e := range events {
+		if i, ok := seen[e.ID]; ok {
+			if out[i].Outcome == otp.OutcomeSending {
+				out[i] = e
+			}
+			continue
+		}
+		seen[e.ID] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// refusedData reports whether Postgres refused a write for the data in it (a
+// NUL byte, invalid UTF-8, a malformed id...) rather than for being away:
+// writing it again cannot help, but writing its rows apart finds the bad one.
+func refusedData(err error) (*pgconn.PgError, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return nil, false
+	}
+	class := pgErr.Code[:2]
+	return pgErr, class == "22" || (class == "23" && pgErr.Code != "23505")
+}
