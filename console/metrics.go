@@ -3,8 +3,8 @@ package console
 import (
 	"sort"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The overview reads this replica's own state from its metrics, so the
