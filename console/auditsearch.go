@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/csv"
+	"html/template"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -22,7 +23,7 @@ type auditData struct {
 	Form     auditForm
 	Rows     []otp.AuditEvent
 	Searched bool
-	CSVQuery string
+	CSVURL   template.URL
 	Outcomes []string
 	NoAudit  bool
 }
@@ -109,7 +110,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, a *action) e
 		d.Rows, d.Searched = rows, true
 		cq := r.URL.Query()
 		cq.Set("format", "csv")
-		d.CSVQuery = cq.Encode()
+		d.CSVURL = template.URL("/console/audit?" + cq.Encode()) // built here from parsed values
 		return nil
 	}()
 	if err == nil && csvOut {

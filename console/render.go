@@ -49,7 +49,7 @@ var funcs = template.FuncMap{
 	"money": func(v float64, cur string) string { return fmt.Sprintf("%.2f %s", v, cur) },
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // built by chart.go, escaped there
 	"kinds": func() []string { return []string{"send", "verify", "admin"} },
-	"or": func(s, alt string) string {
+	"alt": func(s, alt string) string {
 		if s == "" {
 			return alt
 		}
@@ -101,8 +101,14 @@ func humanDuration(d time.Duration) string {
 		}
 		return fmt.Sprintf("%d min %d s", s/60, s%60)
 	case s < 86400:
+		if s%3600/60 == 0 {
+			return fmt.Sprintf("%d h", s/3600)
+		}
 		return fmt.Sprintf("%d h %d min", s/3600, s%3600/60)
 	default:
+		if s%86400/3600 == 0 {
+			return fmt.Sprintf("%d d", s/86400)
+		}
 		return fmt.Sprintf("%d d %d h", s/86400, s%86400/3600)
 	}
 }

@@ -17,7 +17,8 @@ type AuthFailures struct {
 	Window time.Duration
 	// V6Prefix groups IPv6 clients by network, as limits do.
 	V6Prefix int
-	now      func() time.Time
+	// Now is the clock (time.Now; tests set their own).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	byIP    map[string][]time.Time
@@ -27,7 +28,7 @@ type AuthFailures struct {
 
 // NewAuthFailures returns a throttle of max failures per window per address.
 func NewAuthFailures(max int, window time.Duration, v6Prefix int) *AuthFailures {
-	return &AuthFailures{Max: max, Window: window, V6Prefix: v6Prefix, now: time.Now,
+	return &AuthFailures{Max: max, Window: window, V6Prefix: v6Prefix, Now: time.Now,
 		byIP: make(map[string][]time.Time), maxKeys: 100000}
 }
 
@@ -38,7 +39,7 @@ func (a *AuthFailures) Blocked(addr netip.Addr) (time.Duration, bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.now()
+	now := a.Now()
 	key := IPKey(addr, a.V6Prefix)
 	times := a.trim(key, now)
 	if len(times) < a.Max {
@@ -54,7 +55,7 @@ func (a *AuthFailures) Failed(addr netip.Addr) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.now()
+	now := a.Now()
 	if now.Sub(a.lastGC) > a.Window {
 		a.gc(now)
 	}
