@@ -475,4 +475,3 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
-
