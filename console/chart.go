@@ -51,7 +51,7 @@ func barChart(title string, labels []string, ss []series) string {
 				html.EscapeString(s.Class), x0+bar*float64(j), float64(h-bottom)-bh, bar, bh,
 				html.EscapeString(l), html.EscapeString(s.Name), v)
 		}
-		if i%every == 0 {
+		if i%every == 0 && x0+40 < w {
 			fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%d">%s</text>`, x0, h-6, html.EscapeString(l))
 		}
 	}

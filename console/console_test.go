@@ -36,6 +36,7 @@ const token = "console-admin-token-for-tests"
 // fresh Postgres database, mounted as the service mounts them.
 type rig struct {
 	URL   string
+	audit *audit.Writer
 	svc   otptest.Service
 	pool  *pgxpool.Pool
 	clock *testenv.Clock
@@ -63,8 +64,9 @@ func newRigWith(t *testing.T, tlsServer bool, pump console.Pumping) *rig {
 	clock := testenv.NewClock(time.Now())
 	failures := otp.NewAuthFailures(5, time.Minute, 64)
 	failures.Now = clock.Now
-	ips := api.NewClientIPs([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}) // X-Forwarded-For picks the client
-	apiHandler := api.NewServer(log, api.Config{DefaultRegion: "US", AdminToken: token, MaxAttempts: 5},
+	proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} // X-Forwarded-For picks the client
+	ips := api.NewClientIPs(proxies)
+	apiHandler := api.NewServer(log, api.Config{TrustedProxies: proxies, DefaultRegion: "US", AdminToken: token, MaxAttempts: 5},
 		api.Deps{Service: svc.Service, AuditLog: w, AuditReader: reader, Outbox: svc.Outbox, Metrics: reg})
 	con := console.New(log, console.Options{AdminToken: token, DefaultRegion: "US", MaxAttempts: 5,
 		ClientIP: ips.Resolve, StatusOf: api.StatusOf, Now: clock.Now,
@@ -82,7 +84,7 @@ func newRigWith(t *testing.T, tlsServer bool, pump console.Pumping) *rig {
 		srv = httptest.NewServer(mux)
 	}
 	t.Cleanup(srv.Close)
-	return &rig{URL: srv.URL, svc: svc, pool: pool, clock: clock}
+	return &rig{URL: srv.URL, audit: w, svc: svc, pool: pool, clock: clock}
 }
 
 // browser is an HTTP client with cookies, as a browser signed in would be.
