@@ -32,10 +32,9 @@ type Options struct {
 	ClientIP func(*http.Request) netip.Addr
 	// StatusOf maps an error code to its HTTP status (the API's one table).
 	StatusOf func(code string) int
-	// TextPrice estimates what one text to a country costs; nil shows no
-	// spend.
+	// TextPrice estimates what one text to a country costs (the pumping
+	// spend prices); nil shows no spend.
 	TextPrice func(country string) float64
-	Currency  string
 	Now       func() time.Time
 }
 
@@ -46,7 +45,8 @@ type Deps struct {
 	Codes    Codes
 	AuditLog otp.AuditLog
 	Audit    Audit
-	Pumping  Pumping
+	// Pumping is the pumping defence's operator view (nil when it is off).
+	Pumping otp.PumpingAdmin
 	// Metrics is read for provider breakers and the audit spool's state.
 	Metrics prometheus.Gatherer
 	// Failures throttles wrong admin tokens per client address, shared with
@@ -104,9 +104,9 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/network", c.signedIn("network.get", c.networkPage))
 	m.HandleFunc("POST /console/network/reset", c.signedIn("limits.delete", c.networkReset))
 	m.HandleFunc("GET /console/pumping", c.signedIn("pumping.get", c.pumpingPage))
-	m.HandleFunc("POST /console/pumping/holds/lift", c.signedIn("pumping.hold.lift", c.liftHold))
-	m.HandleFunc("POST /console/pumping/overrides", c.signedIn("pumping.override.add", c.addOverride))
-	m.HandleFunc("POST /console/pumping/overrides/lift", c.signedIn("pumping.override.lift", c.liftOverride))
+	m.HandleFunc("POST /console/pumping/lift", c.signedIn("pumping.lift", c.liftHold))
+	m.HandleFunc("POST /console/overrides", c.signedIn("override.set", c.addOverride))
+	m.HandleFunc("POST /console/overrides/delete", c.signedIn("override.delete", c.liftOverride))
 	m.HandleFunc("GET /console/audit", c.signedIn("audit.search", c.auditPage))
 }
 

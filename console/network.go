@@ -13,7 +13,7 @@ import (
 type network struct {
 	Prefix  netip.Prefix
 	Counted bool // the limits count this one
-	Budgets []Budget
+	Holds   []otp.PumpingHold // the pumping rules' counts of this network, held or near
 }
 
 type networkData struct {
@@ -62,15 +62,18 @@ func (c *Console) networkPage(w http.ResponseWriter, r *http.Request, a *action)
 			return err
 		}
 		d.Counted, d.Windows = v.IP, windowRows(v)
-		var budgets []Budget
+		var counted []otp.PumpingHold
 		if c.d.Pumping != nil {
-			budgets, _ = c.d.Pumping.Budgets(ctx, 1000)
+			held, near, err := c.d.Pumping.Holds(ctx)
+			if err == nil {
+				counted = append(held, near...)
+			}
 		}
 		for _, pf := range wider(addr) {
 			n := network{Prefix: pf, Counted: pf.String() == v.IP || (pf.Bits() == addr.BitLen() && addr.String() == v.IP)}
-			for _, b := range budgets {
-				if strings.TrimPrefix(b.Key, "net:") == pf.String() {
-					n.Budgets = append(n.Budgets, b)
+			for _, h := range counted {
+				if h.Subject == pf.String() {
+					n.Holds = append(n.Holds, h)
 				}
 			}
 			d.Networks = append(d.Networks, n)

@@ -18,7 +18,6 @@ type period struct {
 	Countries []countryCount
 	Spend     float64
 	HasSpend  bool
-	Currency  string
 	Chart     string
 	Err       string
 }
@@ -38,7 +37,7 @@ type overviewData struct {
 	Periods   []period
 	Providers []providerState
 	Spool     spoolState
-	Holds     []Hold
+	Holds     []otp.PumpingHold
 	HoldsErr  string
 	NoAudit   bool
 	NoPumping bool
@@ -65,7 +64,7 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, a *action
 	}
 	data.Providers, data.Spool = readMetrics(c.d.Metrics)
 	if c.d.Pumping != nil {
-		holds, err := c.d.Pumping.Holds(ctx)
+		holds, _, err := c.d.Pumping.Holds(ctx)
 		if err != nil {
 			data.HoldsErr = "pumping holds are unavailable right now"
 		}
@@ -76,7 +75,7 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, a *action
 }
 
 func (c *Console) period(r *http.Request, name string, since time.Time, bucket time.Duration, format string) period {
-	p := period{Name: name, Currency: c.opt.Currency, HasSpend: c.opt.TextPrice != nil}
+	p := period{Name: name, HasSpend: c.opt.TextPrice != nil}
 	counts, err := c.d.Audit.Counts(r.Context(), since)
 	if err != nil {
 		c.log.WarnContext(r.Context(), "console: audit counts failed", "err", err)

@@ -30,7 +30,7 @@ type phoneData struct {
 	Code           *codeState
 	Trail          []otp.AuditEvent
 	TrailErr       string
-	Overrides      []Override
+	Overrides      []otp.Override
 	CanCancel      bool
 	CanOverride    bool
 	ExpiryChoices  []expiryChoice
@@ -109,7 +109,7 @@ func (c *Console) lookUpPhone(r *http.Request, a *action, d *phoneData) error {
 		d.Trail = trail
 	}
 	if c.d.Pumping != nil {
-		all, err := c.d.Pumping.Overrides(ctx)
+		all, err := c.d.Pumping.ListOverrides(ctx)
 		if err == nil {
 			for _, o := range all {
 				if strings.HasPrefix(ph.E164, o.Target) {

@@ -9,30 +9,24 @@ import (
 )
 
 type pumpingData struct {
-	Holds         []Hold
-	Budgets       []Budget
-	Overrides     []Override
+	Held, Near    []otp.PumpingHold
+	Overrides     []otp.Override
 	Err           string
 	ExpiryChoices []expiryChoice
 	Off           bool
 }
 
-// pumpingPage shows the holds, the ranges nearest their budgets and the
-// operators' overrides.
+// pumpingPage shows what the pumping rules hold, what is near its budget,
+// and the operators' overrides.
 func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action) error {
 	d := pumpingData{ExpiryChoices: expiryChoices, Off: c.d.Pumping == nil}
 	p := page{Title: "Pumping", Nav: "pumping", Notice: notices[r.URL.Query().Get("done")], Data: &d}
 	if c.d.Pumping != nil {
 		ctx := r.Context()
-		var errs []error
-		var err error
-		d.Holds, err = c.d.Pumping.Holds(ctx)
-		errs = append(errs, err)
-		d.Budgets, err = c.d.Pumping.Budgets(ctx, 20)
-		errs = append(errs, err)
-		d.Overrides, err = c.d.Pumping.Overrides(ctx)
-		errs = append(errs, err)
-		for _, err := range errs {
+		var err1, err2 error
+		d.Held, d.Near, err1 = c.d.Pumping.Holds(ctx)
+		d.Overrides, err2 = c.d.Pumping.ListOverrides(ctx)
+		for _, err := range []error{err1, err2} {
 			if err != nil {
 				c.log.WarnContext(ctx, "console: pumping state unavailable", "err", err)
 				d.Err = "part of the pumping state is unavailable right now"
@@ -59,24 +53,25 @@ func back(r *http.Request, done string) string {
 	return "/console/pumping?done=" + done
 }
 
+// liftHold forgets a held subject's counts on every replica.
 func (c *Console) liftHold(w http.ResponseWriter, r *http.Request, a *action) error {
 	if err := c.needPumping(); err != nil {
 		return err
 	}
-	key := r.PostFormValue("key")
-	a.target = key
-	if key == "" {
-		return otp.Errorf(otp.EInvalidRequest, "which hold?")
+	rule, subject := r.PostFormValue("rule"), r.PostFormValue("subject")
+	a.target = rule + ":" + subject
+	if rule == "" || subject == "" {
+		return otp.Errorf(otp.EInvalidRequest, "which hold? (rule and subject)")
 	}
-	if err := c.d.Pumping.LiftHold(r.Context(), key); err != nil {
+	if err := c.d.Pumping.Lift(r.Context(), rule, subject); err != nil {
 		return pumpingError(err)
 	}
 	http.Redirect(w, r, back(r, "lifted"), http.StatusSeeOther)
 	return nil
 }
 
-// overrideTarget accepts a number in any notation, or a prefix written as
-// "+" and digits.
+// overrideTarget accepts a number in any notation, or a range written as
+// "+" and its leading digits.
 func (c *Console) overrideTarget(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if len(raw) >= 2 && len(raw) <= 16 && raw[0] == '+' && strings.Trim(raw[1:], "0123456789") == "" {
@@ -84,11 +79,12 @@ func (c *Console) overrideTarget(raw string) (string, error) {
 	}
 	ph, err := c.parsePhone(raw, "")
 	if err != nil {
-		return "", otp.Errorf(otp.EInvalidRequest, "a target is a phone number, or a prefix such as +23324")
+		return "", otp.Errorf(otp.EInvalidRequest, "a target is a phone number, or a range such as +23324")
 	}
 	return ph.E164, nil
 }
 
+// addOverride allows or blocks a number or range until it expires.
 func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action) error {
 	if err := c.needPumping(); err != nil {
 		return err
@@ -97,10 +93,10 @@ func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action)
 	if err != nil {
 		return err
 	}
-	act := r.PostFormValue("action")
-	a.target = act + ":" + target
-	if act != "allow" && act != "block" {
-		return otp.Errorf(otp.EInvalidRequest, "the action is allow or block")
+	act := otp.OverrideAction(r.PostFormValue("action"))
+	a.target = string(act) + ":" + target
+	if act != otp.OverrideAllow && act != otp.OverrideBlock {
+		return otp.Errorf(otp.EInvalidRequest, "the decision is allow or block")
 	}
 	ttl, err := time.ParseDuration(r.PostFormValue("expires"))
 	if err != nil || ttl < time.Minute || ttl > 90*24*time.Hour {
@@ -110,17 +106,19 @@ func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action)
 	if len(note) > 200 {
 		return otp.Errorf(otp.EInvalidRequest, "a note is at most 200 characters")
 	}
-	if strings.HasPrefix(target, "+") && len(target) >= 8 {
+	if _, err := otp.ParsePhone(target, ""); err == nil {
 		a.phone = target
 	}
-	o := Override{Target: target, Action: act, Expires: c.opt.Now().Add(ttl), Note: note}
-	if err := c.d.Pumping.AddOverride(r.Context(), o); err != nil {
+	now := c.opt.Now().UTC()
+	o := otp.Override{Target: target, Action: act, Note: note, ExpiresAt: now.Add(ttl), CreatedAt: now}
+	if err := c.d.Pumping.SetOverride(r.Context(), o); err != nil {
 		return pumpingError(err)
 	}
 	http.Redirect(w, r, back(r, "override"), http.StatusSeeOther)
 	return nil
 }
 
+// liftOverride deletes the override of a target.
 func (c *Console) liftOverride(w http.ResponseWriter, r *http.Request, a *action) error {
 	if err := c.needPumping(); err != nil {
 		return err
@@ -130,7 +128,7 @@ func (c *Console) liftOverride(w http.ResponseWriter, r *http.Request, a *action
 		return err
 	}
 	a.target = target
-	if err := c.d.Pumping.LiftOverride(r.Context(), target); err != nil {
+	if err := c.d.Pumping.DeleteOverride(r.Context(), target); err != nil {
 		return pumpingError(err)
 	}
 	http.Redirect(w, r, back(r, "lifted"), http.StatusSeeOther)

@@ -1,131 +1,102 @@
 package console_test
 
 import (
-	"context"
+	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"smsgw/console"
+	"smsgw/pumping"
 )
 
-// memPumping stands in for the pumping defence, whose package adapts to
-// console.Pumping when it is wired; it keeps what the console asks of it.
-type memPumping struct {
-	mu        sync.Mutex
-	holds     []console.Hold
-	budgets   []console.Budget
-	overrides map[string]console.Override
+// pumpingRig runs the shipped pumping rules, enforced.
+func pumpingRig(t *testing.T) *rig {
+	t.Helper()
+	cfg := pumping.DefaultConfig()
+	cfg.Mode = "enforce"
+	return newRigWith(t, false, &cfg)
 }
 
-func (m *memPumping) Holds(context.Context) ([]console.Hold, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]console.Hold(nil), m.holds...), nil
-}
-
-func (m *memPumping) LiftHold(_ context.Context, key string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, h := range m.holds {
-		if h.Key == key {
-			m.holds = append(m.holds[:i], m.holds[i+1:]...)
-			break
-		}
-	}
-	return nil
-}
-
-func (m *memPumping) Budgets(context.Context, int) ([]console.Budget, error) { return m.budgets, nil }
-
-func (m *memPumping) Overrides(context.Context) ([]console.Override, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []console.Override
-	for _, o := range m.overrides {
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-func (m *memPumping) AddOverride(_ context.Context, o console.Override) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.overrides[o.Target] = o
-	return nil
-}
-
-func (m *memPumping) LiftOverride(_ context.Context, target string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.overrides, target)
-	return nil
-}
-
+// TestPumpingPages: a number range pumped past its budget is held; the
+// console shows the hold and lifts it, and sets and lifts overrides, all
+// through the real pumping guard on Redis.
 func TestPumpingPages(t *testing.T) {
-	pump := &memPumping{
-		holds:     []console.Hold{{Key: "range:+23324", Rule: "range", Remaining: 42 * time.Minute, Detail: "412 texts, 3 approved"}},
-		budgets:   []console.Budget{{Key: "net:127.0.0.0/24", Rule: "network", Used: 40, Limit: 50, Window: time.Hour}},
-		overrides: map[string]console.Override{},
+	r := pumpingRig(t)
+	// Three unverified numbers of one block of 100, from three addresses:
+	// the shipped range_100 budget is 2.
+	var last int
+	for i, p := range []string{"+233241234501", "+233241234502", "+233241234503"} {
+		last = sendFrom(t, r, p, "198.51.100."+string(rune('1'+i)))
 	}
-	r := newRigWith(t, false, pump)
+	if last != http.StatusTooManyRequests {
+		t.Fatalf("third number of the block: %d, want 429", last)
+	}
 	b := r.browser(t)
 	home := b.signIn(token)
-	if !strings.Contains(home.body, "range:+23324") || !strings.Contains(home.body, "412 texts, 3 approved") {
-		t.Fatalf("overview lacks the hold")
+	if !strings.Contains(home.body, "+2332412345") || !strings.Contains(home.body, "range_100") {
+		t.Fatalf("overview lacks the hold:\n%.4000s", home.body)
 	}
-	net := b.get("/console/network?ip=127.0.0.9")
-	if !strings.Contains(net.body, "network: 40 of 50 per 1 h") {
-		t.Errorf("network page lacks the /24's budget:\n%.3000s", net.body)
+	page := b.get("/console/pumping")
+	if !strings.Contains(page.body, `name="rule" value="range_100"`) {
+		t.Fatalf("pumping page:\n%.4000s", page.body)
+	}
+	subject := regexpFind(t, page.body, `name="rule" value="range_100"><input type="hidden" name="subject" value="([^"]+)"`)
+	lifted := b.post("/console/pumping/lift", url.Values{"csrf": {csrf(t, page)}, "rule": {"range_100"}, "subject": {subject}})
+	if !strings.Contains(lifted.body, "Lifted") || strings.Contains(lifted.body, `name="rule" value="range_100"`) {
+		t.Fatalf("after lifting:\n%.4000s", lifted.body)
+	}
+	// Lifted on the guard itself: the next number of the block gets its text.
+	if st := sendFrom(t, r, "+233241234504", "198.51.100.9"); st != http.StatusAccepted {
+		t.Fatalf("after the lift a send to the block answered %d", st)
 	}
 
 	ph := b.get("/console/phone?phone=" + url.QueryEscape("(415) 555-2671"))
-	saved := b.post("/console/pumping/overrides", url.Values{"csrf": {csrf(t, ph)}, "target": {"+14155552671"},
+	saved := b.post("/console/overrides", url.Values{"csrf": {csrf(t, ph)}, "target": {"+14155552671"},
 		"back_phone": {"+14155552671"}, "action": {"block"}, "expires": {"24h"}, "note": {"ticket 4711"}})
 	if !strings.Contains(saved.body, "Override saved") || !strings.Contains(saved.body, "ticket 4711") || !strings.Contains(saved.url, "/console/phone") {
 		t.Fatalf("after block: %s\n%.3000s", saved.url, saved.body)
 	}
-	o := pump.overrides["+14155552671"]
-	if o.Action != "block" || o.Expires.Sub(r.clock.Now()) != 24*time.Hour {
-		t.Fatalf("override %+v", o)
+	list, err := r.svc.Guard.ListOverrides(t.Context())
+	if err != nil || len(list) != 1 || list[0].Action != "block" || list[0].ExpiresAt.Sub(r.clock.Now()) > 24*time.Hour+time.Second {
+		t.Fatalf("overrides %+v %v", list, err)
+	}
+	if st := sendFrom(t, r, "+14155552671", "198.51.100.20"); st != http.StatusUnprocessableEntity {
+		t.Fatalf("a blocked number: %d, want 422", st)
 	}
 
-	page := b.get("/console/pumping")
 	tests := []struct {
 		name string
 		form url.Values
 		want string
 	}{
-		{"prefix override", url.Values{"target": {"+23324"}, "action": {"allow"}, "expires": {"1h"}}, "Override saved"},
+		{"range override", url.Values{"target": {"+23324"}, "action": {"allow"}, "expires": {"1h"}}, "Override saved"},
 		{"bad action", url.Values{"target": {"+23324"}, "action": {"maybe"}, "expires": {"1h"}}, "allow or block"},
-		{"bad target", url.Values{"target": {"ghana"}, "action": {"block"}, "expires": {"1h"}}, "prefix such as"},
+		{"bad target", url.Values{"target": {"ghana"}, "action": {"block"}, "expires": {"1h"}}, "range such as"},
 		{"too long", url.Values{"target": {"+23324"}, "action": {"block"}, "expires": {"9000h"}}, "90 days"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.form.Set("csrf", csrf(t, page))
-			p := b.post("/console/pumping/overrides", tt.form)
+			p := b.post("/console/overrides", tt.form)
 			if !strings.Contains(p.body, tt.want) {
 				t.Fatalf("%d, want %q:\n%.2000s", p.status, tt.want, p.body)
 			}
 		})
 	}
-	if len(pump.overrides) != 2 {
-		t.Fatalf("overrides %v", pump.overrides)
+	if list, _ := r.svc.Guard.ListOverrides(t.Context()); len(list) != 2 {
+		t.Fatalf("overrides %+v", list)
 	}
-	lifted := b.post("/console/pumping/overrides/lift", url.Values{"csrf": {csrf(t, page)}, "target": {"+23324"}})
-	if !strings.Contains(lifted.body, "Lifted") || len(pump.overrides) != 1 {
-		t.Fatalf("lift override: %v", pump.overrides)
+	gone := b.post("/console/overrides/delete", url.Values{"csrf": {csrf(t, page)}, "target": {"+14155552671"}})
+	if !strings.Contains(gone.body, "Lifted") {
+		t.Fatalf("lift override:\n%.2000s", gone.body)
 	}
-	b.post("/console/pumping/holds/lift", url.Values{"csrf": {csrf(t, page)}, "key": {"range:+23324"}})
-	if len(pump.holds) != 0 {
-		t.Fatalf("holds %v", pump.holds)
+	if list, _ := r.svc.Guard.ListOverrides(t.Context()); len(list) != 1 || list[0].Target != "+23324" {
+		t.Fatalf("overrides after the lift %+v", list)
 	}
 	rows := strings.Join(adminRows(t, r.pool), "\n")
-	for _, want := range []string{"console.pumping.override.add:block:+14155552671 ok", "console.pumping.override.add:maybe:+23324 invalid_request",
-		"console.pumping.override.lift:+23324 ok", "console.pumping.hold.lift:range:+23324 ok", "console.pumping.get ok"} {
+	for _, want := range []string{"console.override.set:block:+14155552671 ok", "console.override.set:maybe:+23324 invalid_request",
+		"console.override.delete:+14155552671 ok", "console.pumping.lift:range_100:" + subject + " ok", "console.pumping.get ok"} {
 		if !strings.Contains(rows, want) {
 			t.Errorf("audit lacks %q:\n%s", want, rows)
 		}
@@ -139,7 +110,7 @@ func TestPumpingOff(t *testing.T) {
 	if p := b.get("/console/pumping"); !strings.Contains(p.body, "The pumping defence is off") {
 		t.Fatalf("%.2000s", p.body)
 	}
-	p := b.post("/console/pumping/overrides", url.Values{"csrf": {csrf(t, home)}, "target": {"+23324"}, "action": {"block"}, "expires": {"1h"}})
+	p := b.post("/console/overrides", url.Values{"csrf": {csrf(t, home)}, "target": {"+23324"}, "action": {"block"}, "expires": {"1h"}})
 	if p.status != 404 {
 		t.Fatalf("override with pumping off: %d", p.status)
 	}

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
 	},
-	"money": func(v float64, cur string) string { return fmt.Sprintf("%.2f %s", v, cur) },
+	"money": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"num": func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // built by chart.go, escaped there
 	"kinds": func() []string { return []string{"send", "verify", "admin"} },
 	"alt": func(s, alt string) string {

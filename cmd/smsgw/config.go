@@ -34,10 +34,7 @@ type Config struct {
 		CORSOrigins     []string `toml:"cors_origins"`
 	} `toml:"server"`
 	Console struct {
-		SessionTTL Duration           `toml:"session_ttl"`
-		Currency   string             `toml:"currency"`
-		TextPrice  float64            `toml:"text_price"`
-		TextPrices map[string]float64 `toml:"text_prices"`
+		SessionTTL Duration `toml:"session_ttl"`
 	} `toml:"console"`
 	Log struct {
 		Level string `toml:"level"`
@@ -398,17 +395,6 @@ func (c *Config) validate() error {
 	if c.Console.SessionTTL.Duration < time.Minute || c.Console.SessionTTL.Duration > 7*24*time.Hour {
 		return fmt.Errorf("console.session_ttl: want 1m to 7d, got %s", c.Console.SessionTTL.Duration)
 	}
-	if c.Console.TextPrice < 0 {
-		return errors.New("console.text_price: must not be negative")
-	}
-	for country, price := range c.Console.TextPrices {
-		if len(country) != 2 || strings.ToUpper(country) != country {
-			return fmt.Errorf("console.text_prices.%s: not an upper-case ISO 3166-1 alpha-2 code", country)
-		}
-		if price < 0 {
-			return fmt.Errorf("console.text_prices.%s: must not be negative", country)
-		}
-	}
 	if c.Server.ShutdownTimeout.Duration <= 0 {
 		return errors.New("server.shutdown_timeout: must be positive")
 	}
@@ -629,10 +615,10 @@ func corsOrigins(in []string) ([]string, error) {
 }
 
 // textPrice estimates what one text to a country costs, for the console's
-// spend figures.
+// spend figures: the pumping spend ceiling's prices.
 func (c *Config) textPrice(country string) float64 {
-	if p, ok := c.Console.TextPrices[country]; ok {
+	if p, ok := c.Pumping.Spend.Prices[country]; ok {
 		return p
 	}
-	return c.Console.TextPrice
+	return c.Pumping.Spend.DefaultPrice
 }

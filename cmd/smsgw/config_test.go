@@ -162,7 +162,6 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"cors wildcard among others", "[server]\ncors_origins = [\"https://a.example\", \"*\"]\n", "server.cors_origins[1]"},
 		{"cors wildcard inside", "[server]\ncors_origins = [\"https://*.example.com\"]\n", "server.cors_origins[0]"},
 		{"console session", "[console]\nsession_ttl = \"10s\"\n", "console.session_ttl"},
-		{"console price country", "[console.text_prices]\ngb = 0.04\n", "console.text_prices.gb"},
 		{"wrong type", "[otp]\nlength = \"six\"\n", "length"},
 		{"code too short", "[otp]\nlength = 2\n", "otp.length"},
 		{"zero attempts", "[otp]\nmax_attempts = 0\n", "otp.max_attempts"},
