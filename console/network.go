@@ -12,7 +12,7 @@ import (
 // network is one of the address ranges an IP belongs to, widest last.
 type network struct {
 	Prefix  netip.Prefix
-	Counted bool // the limits count this one
+	Counted bool              // the limits count this one
 	Holds   []otp.PumpingHold // the pumping rules' counts of this network, held or near
 }
 

@@ -48,7 +48,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
 	},
 	"money": func(v float64) string { return fmt.Sprintf("%.2f", v) },
-	"num": func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
+	"num":   func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // built by chart.go, escaped there
 	"kinds": func() []string { return []string{"send", "verify", "admin"} },
 	"alt": func(s, alt string) string {
