@@ -1,4 +1,4 @@
-# make test   everything CI checks (starts Redis and Postgres if needed)
+# make test   everything CI checks (starts Redis and Postgres, installs Chromium and promtool, if needed)
 # make run    the service against local Redis and Postgres
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
@@ -14,13 +14,22 @@ export CI ?= true
 # Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
 FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
 
-.PHONY: test services vet fuzz run dev bench build
-test: services vet
+.PHONY: test services tools vet deploy-check fuzz run dev bench build
+test: services tools vet deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
 services:
 	@bash .ci/services
+
+# Chromium for the console's browser test, promtool for deploy/.
+tools:
+	@bash .ci/tools
+
+# The alert rules parse and their unit tests pass.
+deploy-check:
+	promtool check rules deploy/alerts.yml
+	cd deploy && promtool test rules alerts_test.yml
 
 vet:
 	$(GO) vet ./...

@@ -36,18 +36,22 @@ func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.Aud
 	if err != nil {
 		return nil, fmt.Errorf("audit: read: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (otp.AuditEvent, error) {
-		var b []byte
-		var e otp.AuditEvent
-		if err := row.Scan(&b); err != nil {
-			return e, err
-		}
-		err := json.Unmarshal(b, &e)
-		e.Time = e.Time.UTC()
-		return e, err
-	})
+	events, err := pgx.CollectRows(rows, scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("audit: read: %w", err)
 	}
 	return events, nil
+}
+
+// scanEvent reads a row selected as to_json(a): the audit row's one JSON
+// shape, the same as the spool's and the admin API's.
+func scanEvent(row pgx.CollectableRow) (otp.AuditEvent, error) {
+	var b []byte
+	var e otp.AuditEvent
+	if err := row.Scan(&b); err != nil {
+		return e, err
+	}
+	err := json.Unmarshal(b, &e)
+	e.Time = e.Time.UTC()
+	return e, err
 }

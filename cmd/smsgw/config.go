@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +31,11 @@ type Config struct {
 		Listen          string   `toml:"listen"`
 		TrustedProxies  []string `toml:"trusted_proxies"`
 		ShutdownTimeout Duration `toml:"shutdown_timeout"`
+		CORSOrigins     []string `toml:"cors_origins"`
 	} `toml:"server"`
+	Console struct {
+		SessionTTL Duration `toml:"session_ttl"`
+	} `toml:"console"`
 	Log struct {
 		Level string `toml:"level"`
 	} `toml:"log"`
@@ -141,6 +146,7 @@ type Config struct {
 
 	// Parsed forms, filled by validate.
 	trustedProxies []netip.Prefix
+	corsOrigins    []string
 	messages       *otp.Messages
 	prefixRules    []otp.PrefixRules
 	apiKeys        []api.APIKey
@@ -184,25 +190,87 @@ type LimitRule struct {
 }
 
 // Duration reads "500ms", "10m", "1h" and whole days like "90d" from TOML.
-type Duration struct{ time.Duration }
+// A value that is not a duration is kept, not refused, so that the error can
+// name its whole key ("limits.phone[0].window"), which the TOML decoder
+// cannot: see badDuration.
+type Duration struct {
+	time.Duration
+	bad string
+}
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	s := string(b)
+	d.bad = ""
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil || n < 0 {
-			return fmt.Errorf("not a duration like \"90d\": %q", b)
+			d.bad = s
+			return nil
 		}
 		d.Duration = time.Duration(n) * 24 * time.Hour
 		return nil
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("not a duration like \"10m\", \"500ms\" or \"90d\": %q", b)
+		d.bad = s
+		return nil
 	}
 	d.Duration = v
 	return nil
 }
+
+var durationType = reflect.TypeFor[Duration]()
+
+// badDuration finds a value that is not a duration anywhere in v and names
+// its key, e.g. `limits.phone[0].window: not a duration like "10m", ...`.
+func badDuration(v reflect.Value, key string) error {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == durationType {
+			if bad := v.Interface().(Duration).bad; bad != "" {
+				return fmt.Errorf("%s: not a duration like \"90s\", \"10m\", \"1h\" or \"90d\": %q", key, bad)
+			}
+			return nil
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if !f.IsExported() || name == "" {
+				continue
+			}
+			sub := name
+			if key != "" {
+				sub = key + "." + name
+			}
+			if err := badDuration(v.Field(i), sub); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if err := badDuration(v.Index(i), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if err := badDuration(iter.Value(), fmt.Sprintf("%s.%v", key, iter.Key())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keyError is an invalid value of a key the environment may set, so that
+// the message can name the variable it came from.
+type keyError struct {
+	key string
+	msg string
+}
+
+func (e *keyError) Error() string { return e.key + ": " + e.msg }
 
 func knownProvider(name string) bool { return name == "fake" || name == "twilio" || name == "http" }
 
@@ -273,17 +341,29 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: unknown key %s", path, strings.Join(keys, ", "))
 		}
 	}
-	for env, dst := range map[string]*string{
-		"SMSGW_LISTEN":       &cfg.Server.Listen,
-		"SMSGW_REDIS_URL":    &cfg.Redis.URL,
-		"SMSGW_DATABASE_URL": &cfg.Postgres.URL,
+	fromEnv := map[string]string{} // key → the variable that set it
+	for _, o := range []struct {
+		env, key string
+		dst      *string
+	}{
+		{"SMSGW_LISTEN", "server.listen", &cfg.Server.Listen},
+		{"SMSGW_REDIS_URL", "redis.url", &cfg.Redis.URL},
+		{"SMSGW_DATABASE_URL", "postgres.url", &cfg.Postgres.URL},
 	} {
-		if v := getenv(env); v != "" {
-			*dst = v
+		if v := getenv(o.env); v != "" {
+			*o.dst = v
+			fromEnv[o.key] = o.env
 		}
 	}
 	cfg.redisSentinelPassword = getenv("SMSGW_REDIS_SENTINEL_PASSWORD")
+	if err := badDuration(reflect.ValueOf(cfg), ""); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	if err := cfg.validate(); err != nil {
+		var ke *keyError
+		if errors.As(err, &ke) && fromEnv[ke.key] != "" {
+			return nil, fmt.Errorf("config: %s (set by %s): %s", ke.key, fromEnv[ke.key], ke.msg)
+		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return &cfg, nil
@@ -293,7 +373,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 // and names the key.
 func (c *Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
-		return fmt.Errorf("server.listen: want host:port, got %q", c.Server.Listen)
+		return &keyError{"server.listen", fmt.Sprintf("want host:port, got %q", c.Server.Listen)}
 	}
 	c.trustedProxies = c.trustedProxies[:0]
 	for i, s := range c.Server.TrustedProxies {
@@ -307,6 +387,14 @@ func (c *Config) validate() error {
 		}
 		c.trustedProxies = append(c.trustedProxies, p.Masked())
 	}
+	origins, err := corsOrigins(c.Server.CORSOrigins)
+	if err != nil {
+		return err
+	}
+	c.corsOrigins = origins
+	if c.Console.SessionTTL.Duration < time.Minute || c.Console.SessionTTL.Duration > 7*24*time.Hour {
+		return fmt.Errorf("console.session_ttl: want 1m to 7d, got %s", c.Console.SessionTTL.Duration)
+	}
 	if c.Server.ShutdownTimeout.Duration <= 0 {
 		return errors.New("server.shutdown_timeout: must be positive")
 	}
@@ -316,6 +404,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("log.level: want debug, info, warn or error, got %q", c.Log.Level)
 	}
 	if err := c.redis().Validate(); err != nil {
+		if msg, ok := strings.CutPrefix(err.Error(), "redis.url: "); ok {
+			return &keyError{"redis.url", msg} // SMSGW_REDIS_URL may have set it
+		}
 		return err
 	}
 	if c.Redis.MinReplicasAcked < 0 {
@@ -331,7 +422,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("redis.pipelines: must be at least 1, got %d", c.Redis.Pipelines)
 	}
 	if u, err := url.Parse(c.Postgres.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return errors.New("postgres.url: want postgres://user@host:port/db")
+		return &keyError{"postgres.url", fmt.Sprintf("want postgres://user@host:port/db, got a %q URL", schemeOf(c.Postgres.URL))}
 	}
 	if c.Audit.QueueSize < 1 {
 		return errors.New("audit.queue_size: must be at least 1")
@@ -488,4 +579,46 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// schemeOf shows only the scheme of a URL that may hold a password.
+func schemeOf(raw string) string {
+	if scheme, _, ok := strings.Cut(raw, "://"); ok {
+		return scheme
+	}
+	return ""
+}
+
+// corsOrigins checks server.cors_origins: exact origins (scheme, host and
+// port; no path), or "*" alone.
+func corsOrigins(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for i, o := range in {
+		key := fmt.Sprintf("server.cors_origins[%d]", i)
+		if o == "*" {
+			if len(in) > 1 {
+				return nil, fmt.Errorf("%s: \"*\" allows every origin; list it alone or not at all", key)
+			}
+			out = append(out, o)
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("%s: want an exact origin like \"https://signup.example.com\", got %q", key, o)
+		}
+		if strings.Contains(u.Host, "*") {
+			return nil, fmt.Errorf("%s: wildcards inside an origin are not supported, got %q", key, o)
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	return out, nil
+}
+
+// textPrice estimates what one text to a country costs, for the console's
+// spend figures: the pumping spend ceiling's prices.
+func (c *Config) textPrice(country string) float64 {
+	if p, ok := c.Pumping.Spend.Prices[country]; ok {
+		return p
+	}
+	return c.Pumping.Spend.DefaultPrice
 }

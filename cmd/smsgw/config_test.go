@@ -153,7 +153,15 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 	tests := []struct{ name, body, key string }{
 		{"unknown key", "[otp]\nlenght = 6\n", "otp.lenght"},
 		{"unknown table", "[redis.cluster]\nnodes = 3\n", "redis.cluster"},
-		{"bad duration", "[otp]\nttl = \"ten minutes\"\n", "ttl"},
+		{"bad duration", "[otp]\nttl = \"ten minutes\"\n", "otp.ttl: not a duration"},
+		{"bad window", "[[limits.phone]]\nwindow = \"1 minute\"\nmax = 1\n", "limits.phone[0].window: not a duration"},
+		{"bad second window", "[[limits.ip]]\nwindow = \"1m\"\nmax = 1\n[[limits.ip]]\nwindow = \"10 min\"\nmax = 2\n", "limits.ip[1].window"},
+		{"bad days", "[audit]\nretention = \"ninety d\"\n", "audit.retention"},
+		{"cors path", "[server]\ncors_origins = [\"https://a.example/signup\"]\n", "server.cors_origins[0]"},
+		{"cors no scheme", "[server]\ncors_origins = [\"a.example\"]\n", "server.cors_origins[0]"},
+		{"cors wildcard among others", "[server]\ncors_origins = [\"https://a.example\", \"*\"]\n", "server.cors_origins[1]"},
+		{"cors wildcard inside", "[server]\ncors_origins = [\"https://*.example.com\"]\n", "server.cors_origins[0]"},
+		{"console session", "[console]\nsession_ttl = \"10s\"\n", "console.session_ttl"},
 		{"wrong type", "[otp]\nlength = \"six\"\n", "length"},
 		{"code too short", "[otp]\nlength = 2\n", "otp.length"},
 		{"zero attempts", "[otp]\nmax_attempts = 0\n", "otp.max_attempts"},
@@ -202,5 +210,42 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, tt.key)
 			}
 		})
+	}
+}
+
+// A bad value from the environment names the variable, not only the key.
+func TestInvalidEnvironmentNamesTheVariable(t *testing.T) {
+	tests := []struct{ env, value, want string }{
+		{"SMSGW_DATABASE_URL", "mysql://root:hunter2@x/db", "postgres.url (set by SMSGW_DATABASE_URL)"},
+		{"SMSGW_REDIS_URL", "http://x", "redis.url (set by SMSGW_REDIS_URL)"},
+		{"SMSGW_LISTEN", "8080", "server.listen (set by SMSGW_LISTEN)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			_, err := loadConfig("", func(k string) string {
+				if k == tt.env {
+					return tt.value
+				}
+				return ""
+			})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one naming %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("error %q shows the URL's password", err)
+			}
+		})
+	}
+}
+
+func TestCORSOrigins(t *testing.T) {
+	path := writeConfig(t, "[server]\ncors_origins = [\"https://Signup.Example.com\", \"http://localhost:3000\"]\n")
+	cfg, err := loadConfig(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"https://signup.example.com", "http://localhost:3000"}
+	if !slices.Equal(cfg.corsOrigins, want) {
+		t.Fatalf("cors origins %v, want %v", cfg.corsOrigins, want)
 	}
 }

@@ -42,5 +42,8 @@ func Do(t testing.TB, c *http.Client, req *http.Request) Response {
 	}
 	r := Response{Status: res.StatusCode, Header: res.Header, Raw: raw}
 	_ = json.Unmarshal(raw, &r.Body)
+	CheckContract(t, req, r.Status, r.Header, r.Raw)
 	return r
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

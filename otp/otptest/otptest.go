@@ -67,6 +67,8 @@ type Service struct {
 	Outbox *fake.Provider
 	Redis  *redis.Client
 	Prefix string
+	// Guard is the pumping guard, when Options.Pumping asked for one.
+	Guard *pumping.Guard
 }
 
 // New builds a service on the test Redis (skipped or failed, per testenv,
@@ -134,7 +136,7 @@ func New(t testing.TB, o Options) Service {
 		Secrets:     keys,
 		Messages:    msgs,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix}
+	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix, Guard: guard}
 }
 
 // pumpingDep keeps a nil *pumping.Guard from becoming a non-nil interface.

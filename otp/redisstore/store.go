@@ -119,3 +119,13 @@ func (s *Store) Pending(ctx context.Context, phone string) (otp.PendingCode, boo
 	}
 	return otp.PendingCode{Attempts: n, ExpiresIn: ttl.Val()}, true, nil
 }
+
+// Cancel deletes phone's pending code whatever it is (the operators'
+// console), and reports whether there was one.
+func (s *Store) Cancel(ctx context.Context, phone string) (bool, error) {
+	n, err := s.rdb.Del(ctx, s.key(phone)).Result()
+	if err != nil {
+		return false, fmt.Errorf("codes: cancel: %w", err)
+	}
+	return n > 0, nil
+}

@@ -1,0 +1,117 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"smsgw/pumping"
+)
+
+// pumpingRig runs the shipped pumping rules, enforced.
+func pumpingRig(t *testing.T) *rig {
+	t.Helper()
+	cfg := pumping.DefaultConfig()
+	cfg.Mode = "enforce"
+	return newRigWith(t, false, &cfg)
+}
+
+// TestPumpingPages: a number range pumped past its budget is held; the
+// console shows the hold and lifts it, and sets and lifts overrides, all
+// through the real pumping guard on Redis.
+func TestPumpingPages(t *testing.T) {
+	r := pumpingRig(t)
+	// Three unverified numbers of one block of 100, from three addresses:
+	// the shipped range_100 budget is 2.
+	var last int
+	for i, p := range []string{"+233241234501", "+233241234502", "+233241234503"} {
+		last = sendFrom(t, r, p, "198.51.100."+string(rune('1'+i)))
+	}
+	if last != http.StatusTooManyRequests {
+		t.Fatalf("third number of the block: %d, want 429", last)
+	}
+	b := r.browser(t)
+	home := b.signIn(token)
+	if !strings.Contains(home.body, "+2332412345") || !strings.Contains(home.body, "range_100") {
+		t.Fatalf("overview lacks the hold:\n%.4000s", home.body)
+	}
+	page := b.get("/console/pumping")
+	if !strings.Contains(page.body, `name="rule" value="range_100"`) {
+		t.Fatalf("pumping page:\n%.4000s", page.body)
+	}
+	subject := regexpFind(t, page.body, `name="rule" value="range_100"><input type="hidden" name="subject" value="([^"]+)"`)
+	lifted := b.post("/console/pumping/lift", url.Values{"csrf": {csrf(t, page)}, "rule": {"range_100"}, "subject": {subject}})
+	if !strings.Contains(lifted.body, "Lifted") || strings.Contains(lifted.body, `name="rule" value="range_100"`) {
+		t.Fatalf("after lifting:\n%.4000s", lifted.body)
+	}
+	// Lifted on the guard itself: the next number of the block gets its text.
+	if st := sendFrom(t, r, "+233241234504", "198.51.100.9"); st != http.StatusAccepted {
+		t.Fatalf("after the lift a send to the block answered %d", st)
+	}
+
+	ph := b.get("/console/phone?phone=" + url.QueryEscape("(415) 555-2671"))
+	saved := b.post("/console/overrides", url.Values{"csrf": {csrf(t, ph)}, "target": {"+14155552671"},
+		"back_phone": {"+14155552671"}, "action": {"block"}, "expires": {"24h"}, "note": {"ticket 4711"}})
+	if !strings.Contains(saved.body, "Override saved") || !strings.Contains(saved.body, "ticket 4711") || !strings.Contains(saved.url, "/console/phone") {
+		t.Fatalf("after block: %s\n%.3000s", saved.url, saved.body)
+	}
+	list, err := r.svc.Guard.ListOverrides(t.Context())
+	if err != nil || len(list) != 1 || list[0].Action != "block" || list[0].ExpiresAt.Sub(r.clock.Now()) > 24*time.Hour+time.Second {
+		t.Fatalf("overrides %+v %v", list, err)
+	}
+	if st := sendFrom(t, r, "+14155552671", "198.51.100.20"); st != http.StatusUnprocessableEntity {
+		t.Fatalf("a blocked number: %d, want 422", st)
+	}
+
+	tests := []struct {
+		name string
+		form url.Values
+		want string
+	}{
+		{"range override", url.Values{"target": {"+23324"}, "action": {"allow"}, "expires": {"1h"}}, "Override saved"},
+		{"bad action", url.Values{"target": {"+23324"}, "action": {"maybe"}, "expires": {"1h"}}, "allow or block"},
+		{"bad target", url.Values{"target": {"ghana"}, "action": {"block"}, "expires": {"1h"}}, "range such as"},
+		{"too long", url.Values{"target": {"+23324"}, "action": {"block"}, "expires": {"9000h"}}, "90 days"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.form.Set("csrf", csrf(t, page))
+			p := b.post("/console/overrides", tt.form)
+			if !strings.Contains(p.body, tt.want) {
+				t.Fatalf("%d, want %q:\n%.2000s", p.status, tt.want, p.body)
+			}
+		})
+	}
+	if list, _ := r.svc.Guard.ListOverrides(t.Context()); len(list) != 2 {
+		t.Fatalf("overrides %+v", list)
+	}
+	gone := b.post("/console/overrides/delete", url.Values{"csrf": {csrf(t, page)}, "target": {"+14155552671"}})
+	if !strings.Contains(gone.body, "Lifted") {
+		t.Fatalf("lift override:\n%.2000s", gone.body)
+	}
+	if list, _ := r.svc.Guard.ListOverrides(t.Context()); len(list) != 1 || list[0].Target != "+23324" {
+		t.Fatalf("overrides after the lift %+v", list)
+	}
+	rows := strings.Join(adminRows(t, r.pool), "\n")
+	for _, want := range []string{"console.override.set:block:+14155552671 ok", "console.override.set:maybe:+23324 invalid_request",
+		"console.override.delete:+14155552671 ok", "console.pumping.lift:range_100:" + subject + " ok", "console.pumping.get ok"} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("audit lacks %q:\n%s", want, rows)
+		}
+	}
+}
+
+func TestPumpingOff(t *testing.T) {
+	r := newRig(t, false)
+	b := r.browser(t)
+	home := b.signIn(token)
+	if p := b.get("/console/pumping"); !strings.Contains(p.body, "The pumping defence is off") {
+		t.Fatalf("%.2000s", p.body)
+	}
+	p := b.post("/console/overrides", url.Values{"csrf": {csrf(t, home)}, "target": {"+23324"}, "action": {"block"}, "expires": {"1h"}})
+	if p.status != 404 {
+		t.Fatalf("override with pumping off: %d", p.status)
+	}
+}
