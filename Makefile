@@ -2,6 +2,7 @@
 # make run    the service against local Redis and Postgres
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
+# make bench-pumping  the SMS pumping simulation: attacks next to real users, smsgw against three baselines
 
 GO        ?= go
 FUZZTIME  ?= 5s
@@ -14,7 +15,7 @@ export CI ?= true
 # Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
 FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
 
-.PHONY: test services tools vet deploy-check fuzz run dev bench build
+.PHONY: test services tools vet deploy-check fuzz run dev bench bench-pumping build
 test: services tools vet deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -55,3 +56,8 @@ dev:
 bench: services
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit
 	$(GO) test -run '^$$' -bench . -benchtime 1x -v ./api | grep -v '^=== '
+
+# SIM_SCALE scales the real traffic (1 = 0.6 users/s, about 52,000 a day).
+SIM_SCALE ?= 0.3
+bench-pumping: services
+	SMSGW_SIM_SCALE=$(SIM_SCALE) $(GO) test -run '^$$' -bench BenchmarkPumpingSimulation -benchtime 1x -timeout 60m ./pumping

@@ -49,7 +49,7 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 		cold := newSim(rdb, prefix+"cold:", scale, 2)
 		sc := coldScenario()
 		rows = append(rows, cold.run(&sc, time.Hour)...)
-		printSim(rows, time.Since(start))
+		printSim(rows, time.Since(start), 0.6*scale)
 		worstAttack, worstUsers := 0.0, 0.0
 		for _, r := range rows {
 			if r.policy == "smsgw" {
@@ -740,8 +740,8 @@ func (p *authgear) approved(now time.Time, u *user) {
 	p.daily[u.country][int(now.Unix()/86400)]++
 }
 
-func printSim(rows []simRow, took time.Duration) {
-	fmt.Printf("\nSMS pumping simulation (%s; real traffic %.1f users/s on average)\n\n", took.Round(time.Second), 0.6)
+func printSim(rows []simRow, took time.Duration, rate float64) {
+	fmt.Printf("\nSMS pumping simulation (%s; real traffic %.2f users/s on average)\n\n", took.Round(time.Second), rate)
 	fmt.Printf("| scenario | policy | attack attempts | attack texts | share | cost | real users | refused by a pumping rule | share | refused by windows (CGNAT) |\n")
 	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
