@@ -59,6 +59,9 @@ type Options struct {
 	LocalRefusals int
 	// Pumping, when set, runs a pumping guard.
 	Pumping *pumping.Config
+	// Challenge, when set, asks for a bot challenge instead of a pumping
+	// refusal.
+	Challenge otp.ChallengeVerifier
 }
 
 // Service is a test service and the parts a test looks into.
@@ -130,6 +133,7 @@ func New(t testing.TB, o Options) Service {
 		Limiter:     limiter,
 		Pumping:     pumpingDep(guard),
 		Overrides:   overridesDep(guard),
+		Challenge:   o.Challenge,
 		Sender:      router,
 		Codes:       redisstore.New(rdb, prefix, scripts),
 		Idempotency: redisstore.NewIdempotency(rdb, prefix),
