@@ -113,7 +113,8 @@ func New(t testing.TB, o Options) Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripts := redisbatch.New(rdb, redisbatch.Options{})
+	// Sized for a loaded -race run on a busy machine, not for production.
+	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
 	limiter := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts, LocalRefusals: o.LocalRefusals})
 	if o.LocalRefusals > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
