@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // noOverrides is the Overrides of a service without a pumping guard.
@@ -90,4 +91,22 @@ func (s *Service) verifyTestNumber(p Phone, code string) error {
 		return nil
 	}
 	return invalidCode(s.cfg.MaxAttempts)
+}
+
+// untouched is the decision a test number gets: every window it would be
+// counted against, none used, so its answer carries the same limit headers
+// as any other 202.
+func untouched(now time.Time, subjects []Subject) Decision {
+	d := Decision{Allowed: true, Now: now}
+	for _, s := range subjects {
+		for _, r := range s.Rules {
+			w := Window{Scope: s.Scope, Rule: r, Reset: r.Window}
+			d.Policies = append(d.Policies, w)
+			t := d.Tightest
+			if len(d.Policies) == 1 || r.Max < t.Rule.Max || (r.Max == t.Rule.Max && r.Window > t.Rule.Window) {
+				d.Tightest = w
+			}
+		}
+	}
+	return d
 }
