@@ -22,9 +22,12 @@ var (
 	allowSource string
 	//go:embed status.lua
 	statusSource string
+	//go:embed settle.lua
+	settleSource string
 
 	allowScript  = redis.NewScript(allowSource)
 	statusScript = redis.NewScript(statusSource)
+	settleScript = redis.NewScript(settleSource)
 )
 
 // Limiter is an otp.Limiter. On one primary (with or without Sentinel) a
