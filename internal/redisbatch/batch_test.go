@@ -121,6 +121,9 @@ func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
 	if worst > timeout+timeout/2 {
 		t.Errorf("a call took %v to fail with redis.timeout %v", worst, timeout)
 	}
+	if !b.Stalled() {
+		t.Error("not Stalled after calls to a frozen Redis timed out")
+	}
 	node.Resume()
 	if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
 		// The first call after a freeze may meet a connection closed by the
@@ -128,6 +131,9 @@ func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
 		if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if b.Stalled() {
+		t.Error("still Stalled after an answered call")
 	}
 	// At most the two pipelines already written to the socket ran (at most
 	// 40 calls each, the first wave); none of the calls queued behind them.
