@@ -30,7 +30,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"master alone", func(o *Options) { o.SentinelMaster = "m" }, "redis.sentinel_addrs"},
 		{"sentinels alone", func(o *Options) { o.SentinelAddrs = []string{"h:1"} }, "redis.sentinel_master"},
 		{"sentinel addr", func(o *Options) { o.SentinelMaster, o.SentinelAddrs = "m", []string{"h"} }, "redis.sentinel_addrs[0]"},
-		{"both", func(o *Options) { o.SentinelMaster, o.SentinelAddrs, o.ClusterAddrs = "m", []string{"h:1"}, []string{"h:2"} }, "redis.cluster_addrs"},
+		{"both", func(o *Options) {
+			o.SentinelMaster, o.SentinelAddrs, o.ClusterAddrs = "m", []string{"h:1"}, []string{"h:2"}
+		}, "redis.cluster_addrs"},
 		{"cluster port", func(o *Options) { o.ClusterAddrs = []string{"h:0"} }, "redis.cluster_addrs[0]"},
 		{"cluster db", func(o *Options) { o.URL, o.ClusterAddrs = "redis://h:1/2", []string{"h:2"} }, "redis.url"},
 		{"unix and cluster", func(o *Options) { o.URL, o.ClusterAddrs = "unix:///s", []string{"h:2"} }, "redis.url"},
