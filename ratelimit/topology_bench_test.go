@@ -45,23 +45,7 @@ func BenchmarkTopologies(b *testing.B) {
 			return d.Allowed, err
 		}}
 		b.Run("decisions/"+lim.name, func(b *testing.B) {
-			ctx := context.Background()
-			b.SetParallelism(par)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					allowed, err := alg.decide(ctx, benchPhone(), benchIP())
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if !allowed {
-						b.Error("a fresh phone from a fresh IP was refused")
-						return
-					}
-				}
-			})
-			rate := float64(b.N) / b.Elapsed().Seconds()
+			rate := decideFresh(b, alg, par)
 			rates[lim.name] = rate
 			b.ReportMetric(rate, "decisions/s")
 			if lim.name != "single" && rates["single"] > 0 {
@@ -69,31 +53,9 @@ func BenchmarkTopologies(b *testing.B) {
 			}
 		})
 		b.Run("hot/"+lim.name, func(b *testing.B) {
-			wantPhone := min(phoneRules[0].Max, benchHotPhoneRequests/benchHotPhones)
-			wantIP := min(ipRules[0].Max, benchHotIPRequests)
-			var races, admitted, over, under int64
-			contentionBefore := lim.l.ContentionRefusals()
-			for b.Loop() {
-				got, err := runHotRace(alg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				races++
-				for i, n := range got {
-					want := int64(wantIP)
-					if i < benchHotPhones {
-						want = int64(wantPhone)
-					}
-					admitted += n
-					over += max(n-want, 0)
-					under += max(want-n, 0)
-				}
-			}
-			refusals := races*(benchHotPhoneRequests+benchHotIPRequests) - admitted
-			b.ReportMetric(float64(admitted)/float64(races), "admitted")
-			b.ReportMetric(float64(over)/float64(races), "over-admitted")
-			b.ReportMetric(float64(under)/float64(races), "under-admitted")
-			b.ReportMetric(float64(lim.l.ContentionRefusals()-contentionBefore)/float64(max(refusals, 1)), "contention/refusal")
+			before := lim.l.ContentionRefusals()
+			_, refusals := hotRaces(b, alg)
+			b.ReportMetric(float64(lim.l.ContentionRefusals()-before)/float64(max(refusals, 1)), "contention/refusal")
 		})
 	}
 }
