@@ -55,6 +55,7 @@ dev:
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/redisbatch
 	$(GO) test -run '^$$' -bench . -benchtime 1x -v ./api | grep -v '^=== '
 
 # SIM_SCALE scales the real traffic (1 = 0.6 users/s, about 52,000 a day).

@@ -323,3 +323,67 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 	}
 	return over, after202.Sub(first503)
 }
+
+// TestFrozenRedisAnswersWithinTheTimeout freezes the service's Redis
+// (SIGSTOP) under a load of racing sends: every 503 must come within
+// redis.timeout and a small margin, however many calls were in flight ahead
+// of it (they used to queue behind stuck pipelines: 1.5 s for a 500 ms
+// timeout). After the thaw, sends work again by themselves.
+func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
+	node := redistopo.StartSingle(t)
+	e := newEnv(t)
+	e.redisURL = "redis://" + node.Addr + "/0"
+	const timeout = time.Second
+	e.redisTOML = fmt.Sprintf("timeout = %q", timeout)
+	p := start(t, e, topologyConfig)
+	warmUp(t, []*process{p})
+
+	var (
+		mu      sync.Mutex
+		worst   time.Duration
+		refused int
+		seq     atomic.Int64
+	)
+	stop := make(chan struct{})
+	var workers sync.WaitGroup
+	for range 32 {
+		workers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := seq.Add(1)
+				began := time.Now()
+				r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1650%d%04d"}`, 253+(n/10000)%5, n%10000),
+					map[string]string{"X-Forwarded-For": fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)})
+				if r.Status == 503 {
+					mu.Lock()
+					worst = max(worst, time.Since(began))
+					refused++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "some load", func() bool { return seq.Load() > 100 })
+	node.Pause()
+	waitFor(t, 20*time.Second, "100 answers while frozen", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused >= 100
+	})
+	node.Resume()
+	close(stop)
+	workers.Wait()
+	t.Logf("%d sends answered 503 while Redis was frozen; the slowest took %v (redis.timeout %v)", refused, worst, timeout)
+	// The margin covers the audit row and a loaded -race process; calls
+	// queued behind stuck pipelines used to take up to three timeouts.
+	if worst > 2*timeout {
+		t.Fatalf("a 503 took %v with redis.timeout %v", worst, timeout)
+	}
+	waitFor(t, 10*time.Second, "sends to work again", func() bool {
+		return post(t, p.URL+"/v1/otp/send", `{"phone": "+14155550199"}`, map[string]string{"X-Forwarded-For": "192.0.2.78"}).Status == 202
+	})
+}

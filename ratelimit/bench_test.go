@@ -115,23 +115,7 @@ func BenchmarkDecisions(b *testing.B) {
 	rates := map[string]float64{}
 	for _, alg := range benchAlgorithms(rdb, prefix) {
 		b.Run(alg.name, func(b *testing.B) {
-			ctx := context.Background()
-			b.SetParallelism(par)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					allowed, err := alg.decide(ctx, benchPhone(), benchIP())
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if !allowed {
-						b.Errorf("%s refused a fresh phone from a fresh IP", alg.name)
-						return
-					}
-				}
-			})
-			rate := float64(b.N) / b.Elapsed().Seconds()
+			rate := decideFresh(b, alg, par)
 			b.ReportMetric(rate, "decisions/s")
 			rates[alg.name] = rate // the last run is the one reported
 			if alg.name == "smsgw" {
@@ -178,34 +162,61 @@ const (
 //	               phone plus ipRules[0].Max for the hot IP
 func BenchmarkHotIdentities(b *testing.B) {
 	rdb, prefix := benchRedis(b, benchHotGoroutines)
+	for _, alg := range benchAlgorithms(rdb, prefix) {
+		b.Run(alg.name, func(b *testing.B) { hotRaces(b, alg) })
+	}
+}
+
+// decideFresh decides for a fresh phone and IP each time, from par
+// goroutines per CPU, and returns decisions per second.
+func decideFresh(b *testing.B, alg benchAlgorithm, par int) float64 {
+	ctx := context.Background()
+	b.SetParallelism(par)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			allowed, err := alg.decide(ctx, benchPhone(), benchIP())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if !allowed {
+				b.Errorf("%s refused a fresh phone from a fresh IP", alg.name)
+				return
+			}
+		}
+	})
+	return float64(b.N) / b.Elapsed().Seconds()
+}
+
+// hotRaces runs races on fresh hot identities for as long as b wants and
+// reports the per-race metrics; it returns the races and the refusals.
+func hotRaces(b *testing.B, alg benchAlgorithm) (races, refusals int64) {
 	wantPhone := min(phoneRules[0].Max, benchHotPhoneRequests/benchHotPhones)
 	wantIP := min(ipRules[0].Max, benchHotIPRequests)
 	correct := wantPhone*benchHotPhones + wantIP
-	for _, alg := range benchAlgorithms(rdb, prefix) {
-		b.Run(alg.name, func(b *testing.B) {
-			var races, admitted, over, under int64
-			for b.Loop() {
-				got, err := runHotRace(alg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				races++
-				for i, n := range got {
-					want := int64(wantIP)
-					if i < benchHotPhones {
-						want = int64(wantPhone)
-					}
-					admitted += n
-					over += max(n-want, 0)
-					under += max(want-n, 0)
-				}
+	var admitted, over, under int64
+	for b.Loop() {
+		got, err := runHotRace(alg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		races++
+		for i, n := range got {
+			want := int64(wantIP)
+			if i < benchHotPhones {
+				want = int64(wantPhone)
 			}
-			b.ReportMetric(float64(admitted)/float64(races), "admitted")
-			b.ReportMetric(float64(over)/float64(races), "over-admitted")
-			b.ReportMetric(float64(under)/float64(races), "under-admitted")
-			b.ReportMetric(float64(correct), "correct")
-		})
+			admitted += n
+			over += max(n-want, 0)
+			under += max(want-n, 0)
+		}
 	}
+	b.ReportMetric(float64(admitted)/float64(races), "admitted")
+	b.ReportMetric(float64(over)/float64(races), "over-admitted")
+	b.ReportMetric(float64(under)/float64(races), "under-admitted")
+	b.ReportMetric(float64(correct), "correct")
+	return races, races*(benchHotPhoneRequests+benchHotIPRequests) - admitted
 }
 
 // runHotRace runs one race on fresh hot identities and returns the admissions per

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
-
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
@@ -73,7 +72,7 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 		// be released now expires with its lease.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
 		defer cancel()
-		_ = l.release(rctx, ticket, subjects)
+		_ = l.settle(rctx, ticket, "release", groups)
 		if refused == nil {
 			return otp.Decision{}, shardReply{}, err
 		}
@@ -83,10 +82,10 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 		d.Policies = policiesOf(subjects)
 		return d, *refused, nil
 	}
-	if err := l.commit(ctx, ticket, subjects); err != nil {
+	if err := l.settle(ctx, ticket, "commit", groups); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
 		defer cancel()
-		_ = l.release(rctx, ticket, subjects) // else the leases expire
+		_ = l.settle(rctx, ticket, "release", groups) // else the leases expire
 		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: commit: %w", err)
 	}
 	// The bounding window is the one with the least room over all slots;
@@ -107,25 +106,30 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 // another decision removed it), so the request is not admitted.
 var errLeaseLost = errors.New("a reservation expired before its commit")
 
-// commit makes the ticket's reservations permanent: it leaves the pending
-// sets and stays in the windows.
-func (l *Limiter) commit(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	cmds := make([]*redis.IntCmd, len(subjects))
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range subjects {
-			cmds[i] = p.ZRem(ctx, l.pendingKey(s), ticket)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+// settle commits or releases the ticket's reservations, one settle.lua per
+// slot, all at once, each riding in a pipeline with other decisions'.
+func (l *Limiter) settle(ctx context.Context, ticket, how string, groups [][]otp.Subject) error {
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() {
+			keys := l.subjectKeys(g)
+			for _, s := range g {
+				keys = append(keys, l.pendingKey(s))
+			}
+			held, err := l.scripts.Run(ctx, settleScript, keys, ticket, how).Int64()
+			var notReplicated *redisbatch.NotReplicatedError
+			if errors.As(err, &notReplicated) {
+				err = nil
+			}
+			if err == nil && how == "commit" && held != int64(len(g)) {
+				err = errLeaseLost
+			}
+			errs[i] = err
+		})
 	}
-	for _, c := range cmds {
-		if c.Val() != 1 {
-			return errLeaseLost
-		}
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // hashSlot is Redis Cluster's slot of a key whose hash tag is tag:

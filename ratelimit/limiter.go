@@ -22,9 +22,12 @@ var (
 	allowSource string
 	//go:embed status.lua
 	statusSource string
+	//go:embed settle.lua
+	settleSource string
 
 	allowScript  = redis.NewScript(allowSource)
 	statusScript = redis.NewScript(statusSource)
+	settleScript = redis.NewScript(settleSource)
 )
 
 // Limiter is an otp.Limiter. On one primary (with or without Sentinel) a
@@ -351,9 +354,14 @@ func tightestWhenEmpty(policies []otp.Window) otp.Window {
 
 // Refund removes an admitted request from every subject it was recorded in,
 // and tells every replica's refusal cache. Removing a ticket that is not there
-// is harmless, so a refund may be retried.
+// is harmless, so a refund may be retried. When Redis has just stopped
+// answering, Refund fails at once rather than wait for it: the quota stays
+// used (never admitting more), and the failed request's 503 is not delayed.
 func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	if err := l.release(ctx, ticket, subjects); err != nil {
+	if s, ok := l.scripts.(interface{ Stalled() bool }); ok && s.Stalled() {
+		return fmt.Errorf("ratelimit: refund: %w", errStalled)
+	}
+	if err := l.settle(ctx, ticket, "release", l.slots(subjects)); err != nil {
 		return fmt.Errorf("ratelimit: refund: %w", err)
 	}
 	if err := l.publish(ctx, l.subjectKeys(subjects)); err != nil {
@@ -362,16 +370,4 @@ func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subj
 	return nil
 }
 
-// release takes ticket out of the subjects' sets, committed or reserved.
-func (l *Limiter) release(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, s := range subjects {
-			p.ZRem(ctx, l.key(s), ticket)
-			if l.cluster {
-				p.ZRem(ctx, l.pendingKey(s), ticket)
-			}
-		}
-		return nil
-	})
-	return err
-}
+var errStalled = errors.New("redis is not answering; the quota stays used")

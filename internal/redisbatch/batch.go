@@ -3,7 +3,9 @@ package redisbatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +33,16 @@ type Batcher struct {
 	mu      sync.Mutex
 	queue   []*call
 	running int
+
+	// stalled: the last pipeline to finish got no answer in time, and none
+	// has got one since.
+	stalled atomic.Bool
 }
+
+// Stalled says Redis is not answering: the last pipeline timed out and none
+// has been answered since. Work that may be skipped (giving quota back after
+// a failure) need not wait its own timeout then.
+func (b *Batcher) Stalled() bool { return b.stalled.Load() }
 
 // Options tune a Batcher. Zero values pick the defaults.
 type Options struct {
@@ -107,6 +118,7 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 		err = ctx.Err()
 	case <-timer.C:
 		err = context.DeadlineExceeded
+		b.stalled.Store(true) // until a pipeline is answered
 	}
 	c.gone.Store(true)
 	cmd := redis.NewCmd(ctx)
@@ -150,6 +162,9 @@ func (b *Batcher) send(batch []*call) {
 		b.exec(ctx, live)
 		b.reloadMissing(ctx, live)
 		cancel()
+		err := live[0].cmd.Err()
+		var netErr net.Error
+		b.stalled.Store(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout())
 	}
 	for _, c := range batch {
 		close(c.done)

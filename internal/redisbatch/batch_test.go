@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +17,8 @@ import (
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
+	"smsgw/otp"
+	"smsgw/ratelimit"
 )
 
 // incr counts calls: each call's answer is how many ran before it, plus one.
@@ -115,6 +121,9 @@ func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
 	if worst > timeout+timeout/2 {
 		t.Errorf("a call took %v to fail with redis.timeout %v", worst, timeout)
 	}
+	if !b.Stalled() {
+		t.Error("not Stalled after calls to a frozen Redis timed out")
+	}
 	node.Resume()
 	if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
 		// The first call after a freeze may meet a connection closed by the
@@ -122,6 +131,9 @@ func TestFrozenRedisFailsEachCallAtItsOwnDeadline(t *testing.T) {
 		if err := b.Run(ctx, incr, []string{"after"}).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if b.Stalled() {
+		t.Error("still Stalled after an answered call")
 	}
 	// At most the two pipelines already written to the socket ran (at most
 	// 40 calls each, the first wave); none of the calls queued behind them.
@@ -170,8 +182,19 @@ func TestWaitForReplicas(t *testing.T) {
 	}
 }
 
+// scriptsFunc adapts a way of running scripts to ratelimit.Scripts.
+type scriptsFunc func(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
+
+func (f scriptsFunc) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return f(ctx, script, keys, args...)
+}
+
 // BenchmarkScripts compares the batcher with go-redis's own auto-pipelining
-// and with plain calls, on the same small script, in the same run.
+// and with plain calls, on the limiter's real decisions (fresh phone and IP
+// each time, 24 callers), in interleaved rounds of one second each (the
+// machine drifts from minute to minute), and reports each variant's median
+// decisions/s and its median ratio to the batcher within a round. Run it
+// with -benchtime 1x; SMSGW_BENCH_ROUNDS sets the rounds (default 5).
 func BenchmarkScripts(b *testing.B) {
 	rdb, prefix := testenv.Redis(b)
 	ap, err := rdb.AutoPipeline()
@@ -180,33 +203,70 @@ func BenchmarkScripts(b *testing.B) {
 	}
 	defer ap.Close()
 	batcher := redisbatch.New(rdb, redisbatch.Options{Timeout: 5 * time.Second})
-	ctx := context.Background()
-	cases := []struct {
-		name string
-		run  func(key string) error
+	variants := []struct {
+		name    string
+		scripts ratelimit.Scripts
 	}{
-		{"plain", func(key string) error { return incr.Run(ctx, rdb, []string{key}).Err() }},
-		{"autopipeline", func(key string) error { return incr.Run(ctx, ap, []string{key}).Err() }},
-		{"batcher", func(key string) error { return batcher.Run(ctx, incr, []string{key}).Err() }},
+		{"batcher", batcher},
+		{"autopipeline", scriptsFunc(func(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+			return s.Run(ctx, ap, keys, args...)
+		})},
+		{"plain", scriptsFunc(func(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+			return s.Run(ctx, rdb, keys, args...)
+		})},
 	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			b.SetParallelism(12) // 24 callers on 2 cores, as BenchmarkDecisions
-			var id sync.Mutex
-			n := 0
-			b.RunParallel(func(pb *testing.PB) {
-				id.Lock()
-				key := fmt.Sprintf("%sbench:%d", prefix, n)
-				n++
-				id.Unlock()
-				for pb.Next() {
-					if err := c.run(key); err != nil {
-						b.Error(err)
-						return
-					}
+	rounds := 5
+	if n, err := strconv.Atoi(os.Getenv("SMSGW_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	rates := make(map[string][]float64)
+	ratios := make(map[string][]float64)
+	var seq atomic.Int64
+	rules := []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}}
+	for b.Loop() {
+		for range rounds {
+			var base float64
+			for _, v := range variants {
+				l := ratelimit.New(rdb, prefix+v.name+":", ratelimit.Options{Scripts: v.scripts})
+				var n atomic.Int64
+				deadline := time.Now().Add(time.Second)
+				var wg sync.WaitGroup
+				for range 24 {
+					wg.Go(func() {
+						for time.Now().Before(deadline) {
+							i := seq.Add(1)
+							subjects := []otp.Subject{
+								{Scope: "phone", Key: fmt.Sprint("phone:", i), Rules: rules},
+								{Scope: "ip", Key: fmt.Sprint("ip:", i), Rules: rules},
+							}
+							if _, err := l.Allow(context.Background(), fmt.Sprint("t", i), subjects); err != nil {
+								b.Error(err)
+								return
+							}
+							n.Add(1)
+						}
+					})
 				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-		})
+				wg.Wait()
+				rate := float64(n.Load())
+				if v.name == "batcher" {
+					base = rate
+				}
+				rates[v.name] = append(rates[v.name], rate)
+				ratios[v.name] = append(ratios[v.name], rate/base)
+			}
+		}
 	}
+	for _, v := range variants {
+		b.ReportMetric(median(rates[v.name]), v.name+"-decisions/s")
+		if v.name != "batcher" {
+			b.ReportMetric(median(ratios[v.name]), v.name+"/batcher")
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
