@@ -88,8 +88,23 @@ type Writer struct {
 }
 
 type pending struct {
-	e    otp.AuditEvent
-	done chan error // nil for Finish: nobody waits
+	e     otp.AuditEvent
+	done  chan error // nil for Finish: nobody waits
+	final bool       // a send's final outcome (Finish)
+}
+
+// group is what one write takes: the rows, which of them are sends' final
+// outcomes, and whether they were tried before (any may be stored already).
+type group struct {
+	rows   []otp.AuditEvent
+	finals map[string]bool
+	retry  bool
+}
+
+// halves splits a group, keeping what is known of its rows.
+func (g group) halves() (group, group) {
+	n := len(g.rows) / 2
+	return group{rows: g.rows[:n], finals: g.finals, retry: g.retry}, group{rows: g.rows[n:], finals: g.finals, retry: g.retry}
 }
 
 var _ otp.AuditLog = (*Writer)(nil)
@@ -234,7 +249,7 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.enqueue(ctx, pending{e: e}); err != nil {
+	if err := w.enqueue(ctx, pending{e: e, final: true}); err != nil {
 		w.lost.Inc()
 		w.log.Error("a send's final outcome was not queued; its row stays sending", "id", e.ID, "outcome", e.Outcome, "err", err)
 	}
@@ -328,12 +343,18 @@ func (w *Writer) run() {
 				break fill
 			}
 		}
-		events := make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch))
-		copy(events, backlog)
+		g := group{rows: make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch)), retry: len(backlog) > 0}
+		copy(g.rows, backlog)
 		for _, p := range batch {
-			events = append(events, p.e)
+			g.rows = append(g.rows, p.e)
+			if p.final {
+				if g.finals == nil {
+					g.finals = map[string]bool{}
+				}
+				g.finals[p.e.ID] = true
+			}
 		}
-		err := w.commit(events)
+		err := w.commit(g)
 		if err == nil {
 			if len(backlog) > 0 {
 				w.log.Info("audit rows are durable again", "kept_rows", len(backlog))
@@ -341,7 +362,7 @@ func (w *Writer) run() {
 			backlog = nil
 			w.notDurable.Store(nil)
 		} else {
-			backlog = w.bound(events)
+			backlog = w.bound(g.rows)
 			w.notDurable.Store(&err)
 		}
 		for _, p := range batch {
@@ -367,7 +388,7 @@ func (w *Writer) lastTry(backlog []otp.AuditEvent) {
 	if len(backlog) == 0 {
 		return
 	}
-	if err := w.commit(backlog); err != nil {
+	if err := w.commit(group{rows: backlog, retry: true}); err != nil {
 		w.lost.Add(float64(len(backlog)))
 		w.log.Error("audit rows lost at shutdown: durable nowhere", "rows", len(backlog), "err", err)
 	}
@@ -377,68 +398,81 @@ func (w *Writer) lastTry(backlog []otp.AuditEvent) {
 // else in the spool, which then takes every row until it is replayed. When
 // the spool cannot take them either, Postgres is asked once more (it may be
 // back before the replay noticed); past that the batch is not durable.
-func (w *Writer) commit(events []otp.AuditEvent) error {
+func (w *Writer) commit(g group) error {
 	w.modeMu.Lock()
 	defer w.modeMu.Unlock()
 	triedPostgres := false
 	if !w.spooling.Load() && w.pgReady.Load() {
 		triedPostgres = true
-		err := w.timed(events)
+		err := w.timed(g)
 		if err == nil {
 			return nil
 		}
 		if w.spool == nil {
-			return w.writeWithRetry(events, err)
+			return w.writeWithRetry(g, err)
 		}
-		w.log.Error("Postgres did not take audit rows in time; spooling them locally until it does", "rows", len(events), "err", err)
+		w.log.Error("Postgres did not take audit rows in time; spooling them locally until it does", "rows", len(g.rows), "err", err)
 		w.spooling.Store(true)
 	}
 	if w.spool == nil {
-		return w.writeWithRetry(events, errors.New("Postgres not ready"))
+		return w.writeWithRetry(g, errors.New("Postgres not ready"))
 	}
 	// A batch Postgres took too long for may still commit; its replay then
 	// finds the rows stored and skips them.
-	err := w.spool.append(events, w.hardCap())
+	err := w.spool.append(g.rows, w.hardCap())
 	if err == nil {
-		w.spooled.Add(float64(len(events)))
+		w.spooled.Add(float64(len(g.rows)))
 		return nil
 	}
-	if !triedPostgres && w.pgReady.Load() && w.timed(events) == nil {
+	if !triedPostgres && w.pgReady.Load() && w.timed(g) == nil {
 		return nil
 	}
-	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(events), "err", err)
+	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(g.rows), "err", err)
 	return fmt.Errorf("%w: %w", ErrNotDurable, err)
 }
 
-// timed stores events in Postgres within the write timeout.
-func (w *Writer) timed(events []otp.AuditEvent) error {
+// timed stores a group in Postgres within the write timeout.
+func (w *Writer) timed(g group) error {
 	ctx, cancel := context.WithTimeout(w.giveUp, w.opts.WriteTimeout)
 	defer cancel()
-	if err := w.store(ctx, events); err != nil {
+	if err := w.store(ctx, g); err != nil {
 		w.failed.Inc()
 		return err
 	}
-	w.written.Add(float64(len(events)))
+	w.written.Add(float64(len(g.rows)))
 	return nil
 }
 
-// store writes events to Postgres. A batch refused for its data is split
+// store writes a group to Postgres. A group refused for its data is split
 // until the refused rows are alone; those go to the dead letters, and every
 // other row is stored.
-func (w *Writer) store(ctx context.Context, events []otp.AuditEvent) error {
-	err := Write(ctx, w.pool, events)
+func (w *Writer) store(ctx context.Context, g group) error {
+	var err error
+	if g.retry {
+		err = Write(ctx, w.pool, g.rows)
+	} else {
+		var fresh, finals []otp.AuditEvent
+		for _, e := range g.rows {
+			if g.finals[e.ID] {
+				finals = append(finals, e)
+			} else {
+				fresh = append(fresh, e)
+			}
+		}
+		err = writeGroup(ctx, w.pool, fresh, finals)
+	}
 	pgErr, bad := refusedData(err)
 	if !bad {
 		return err
 	}
-	if len(events) == 1 {
-		return w.deadLetter(events[0], pgErr)
+	if len(g.rows) == 1 {
+		return w.deadLetter(g.rows[0], pgErr)
 	}
-	half := len(events) / 2
-	if err := w.store(ctx, events[:half]); err != nil {
+	a, b := g.halves()
+	if err := w.store(ctx, a); err != nil {
 		return err
 	}
-	return w.store(ctx, events[half:])
+	return w.store(ctx, b)
 }
 
 func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
@@ -456,7 +490,8 @@ func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
 func (w *Writer) hardCap() int64 { return w.opts.SpoolMaxBytes + w.opts.SpoolMaxBytes/10 + 1<<20 }
 
 // writeWithRetry is the path without a spool: wait for Postgres.
-func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
+func (w *Writer) writeWithRetry(g group, err error) error {
+	events := g.rows
 	backoff := 50 * time.Millisecond
 	for {
 		if w.giveUp.Err() != nil {
@@ -472,7 +507,7 @@ func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 		ctx, cancel := context.WithTimeout(w.giveUp, 10*time.Second)
-		err = w.store(ctx, events)
+		err = w.store(ctx, group{rows: events, retry: true})
 		cancel()
 		if err == nil {
 			w.written.Add(float64(len(events)))
@@ -545,7 +580,7 @@ func (w *Writer) replaySegments(ctx context.Context, sp *spool) error {
 			w.log.Error("audit spool segment is damaged; moved aside for inspection, its readable rows replayed", "segment", segmentName(seq), "dir", sp.dir, "err", err)
 		}
 		for i := 0; i < len(events); i += w.opts.BatchSize {
-			if werr := w.store(ctx, events[i:min(i+w.opts.BatchSize, len(events))]); werr != nil {
+			if werr := w.store(ctx, group{rows: events[i:min(i+w.opts.BatchSize, len(events))], retry: true}); werr != nil {
 				return werr
 			}
 		}
