@@ -42,6 +42,10 @@ type Options struct {
 	// that are gone are looked for (default 5s).
 	RetryEvery time.Duration
 	AdoptEvery time.Duration
+	// FinalEvery is how long sends' final outcomes gather before they are
+	// written (default 50ms): nobody waits for them, and fewer, larger
+	// groups cost Postgres less.
+	FinalEvery time.Duration
 	Metrics    prometheus.Registerer
 }
 
@@ -49,8 +53,9 @@ type Options struct {
 // request is never answered with a row that a crash could lose. Rows are
 // written in groups (group commit): whatever is waiting when a write starts
 // shares it, one Postgres commit or one fsync, so waiting costs each request
-// a few milliseconds under any load. A send's final outcome (Finish) rides in
-// the next group without anyone waiting for it.
+// a few milliseconds under any load. Sends' final outcomes (Finish), which
+// nobody waits for, gather for FinalEvery and are written by a loop of their
+// own (batched finalisation), so they never delay a row someone waits for.
 //
 // In Postgres, a batch is one COPY into a staging table and one INSERT ... ON
 // CONFLICT from it, so every row is stored exactly once however often it is
@@ -66,16 +71,21 @@ type Writer struct {
 
 	mu     sync.RWMutex // guards closed against Record sending on a closed queue
 	closed bool
-	queue  chan pending
+	queue  chan pending // rows someone waits for
 	done   chan struct{}
+	// finals are sends' final outcomes, which nobody waits for: written by
+	// a loop of their own, in larger groups, so they never delay a row
+	// someone waits for.
+	finals     chan pending
+	finalsDone chan struct{}
 	// giveUp ends waits once Close's deadline has passed.
 	giveUp context.Context
 	stop   context.CancelFunc
 	loops  sync.WaitGroup
 
-	// modeMu orders switching between Postgres and the spool with the
-	// batches written meanwhile.
-	modeMu   sync.Mutex
+	// modeMu orders switching back from the spool to Postgres (held to
+	// write) with the groups written meanwhile (held to read).
+	modeMu   sync.RWMutex
 	spooling atomic.Bool // rows go to the spool until it is replayed
 	pgReady  atomic.Bool // the schema exists; until then rows are spooled
 	drainMu  sync.Mutex  // one replay at a time (the loop's, or Close's)
@@ -135,12 +145,16 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.AdoptEvery <= 0 {
 		opts.AdoptEvery = 5 * time.Second
 	}
+	if opts.FinalEvery <= 0 {
+		opts.FinalEvery = 50 * time.Millisecond
+	}
 	giveUp, stop := context.WithCancel(context.Background())
 	w := &Writer{
 		pool: pool, log: log, opts: opts,
 		dead:   deadLetters{path: deadLetterPath(opts.SpoolDir)},
 		queue:  make(chan pending, opts.QueueSize),
 		done:   make(chan struct{}),
+		finals: make(chan pending, opts.QueueSize), finalsDone: make(chan struct{}),
 		giveUp: giveUp, stop: stop,
 		written:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_written_total", Help: "Audit rows stored in Postgres as requests were answered."}),
 		failed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_write_errors_total", Help: "Audit batches Postgres did not take in time."}),
@@ -166,7 +180,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.Metrics != nil {
 		opts.Metrics.MustRegister(w.written, w.failed, w.spooled, w.replayed, w.lost, w.deadRows, w.wait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_queue_depth", Help: "Audit rows waiting for their batch."},
-				func() float64 { return float64(len(w.queue)) }),
+				func() float64 { return float64(len(w.queue) + len(w.finals)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spooling", Help: "1 while audit rows go to the local spool instead of Postgres."},
 				func() float64 { return b2f(w.spooling.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_accepting", Help: "1 while audit rows can be made durable; at 0 sends answer 503."},
@@ -177,7 +191,8 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 				func() float64 { _, n := w.spoolSize(); return float64(n) }),
 		)
 	}
-	go w.run()
+	go w.run(w.queue, w.done, 0)
+	go w.run(w.finals, w.finalsDone, w.opts.FinalEvery)
 	if w.spool != nil {
 		w.loops.Add(1)
 		go w.replay()
@@ -245,7 +260,7 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 }
 
 // Finish queues a send's final outcome, its row being durable already as
-// sending; it rides in the next group without anyone waiting for it.
+// sending; it is written with others within FinalEvery, nobody waiting.
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -261,8 +276,12 @@ func (w *Writer) enqueue(ctx context.Context, p pending) error {
 	if w.closed {
 		return ErrClosed
 	}
+	queue := w.queue
+	if p.final {
+		queue = w.finals
+	}
 	select {
-	case w.queue <- p:
+	case queue <- p:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("audit: queue full: %w", ctx.Err())
@@ -277,13 +296,16 @@ func (w *Writer) Close(ctx context.Context) error {
 	if !w.closed {
 		w.closed = true
 		close(w.queue)
+		close(w.finals)
 	}
 	w.mu.Unlock()
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		w.stop()
-		<-w.done
+	for _, done := range []chan struct{}{w.done, w.finalsDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			w.stop()
+			<-done
+		}
 	}
 	// Spooled rows are durable already; still, move them into Postgres now
 	// if it answers within the deadline, so the next start has none to
@@ -306,8 +328,13 @@ func (w *Writer) Close(ctx context.Context) error {
 	return nil
 }
 
-func (w *Writer) run() {
-	defer close(w.done)
+// run writes the rows of one queue in groups until it is closed. With
+// linger 0 (rows someone waits for) a group is what is waiting when a write
+// starts; otherwise rows gather for linger first. The loop of rows someone
+// waits for also says whether rows can be made durable (Accepting).
+func (w *Writer) run(queue <-chan pending, done chan struct{}, linger time.Duration) {
+	defer close(done)
+	waited := linger == 0
 	// backlog holds rows that could be made durable nowhere (their waiters
 	// were told); they go first in every later write.
 	var backlog []otp.AuditEvent
@@ -317,7 +344,7 @@ func (w *Writer) run() {
 	for {
 		batch = batch[:0]
 		select {
-		case p, ok := <-w.queue:
+		case p, ok := <-queue:
 			if !ok {
 				w.lastTry(backlog)
 				return
@@ -328,13 +355,16 @@ func (w *Writer) run() {
 				continue
 			}
 		}
+		if linger > 0 {
+			batch = gather(queue, batch, w.opts.BatchSize, linger)
+		}
 		// Group commit: take the first row, then whatever else is already
 		// waiting. Under load batches grow by themselves; when idle a row is
 		// written at once.
 	fill:
 		for len(batch) < w.opts.BatchSize {
 			select {
-			case p, ok := <-w.queue:
+			case p, ok := <-queue:
 				if !ok {
 					break fill
 				}
@@ -360,10 +390,14 @@ func (w *Writer) run() {
 				w.log.Info("audit rows are durable again", "kept_rows", len(backlog))
 			}
 			backlog = nil
-			w.notDurable.Store(nil)
+			if waited {
+				w.notDurable.Store(nil)
+			}
 		} else {
 			backlog = w.bound(g.rows)
-			w.notDurable.Store(&err)
+			if waited {
+				w.notDurable.Store(&err)
+			}
 		}
 		for _, p := range batch {
 			if p.done != nil {
@@ -371,6 +405,24 @@ func (w *Writer) run() {
 			}
 		}
 	}
+}
+
+// gather adds rows to batch until it is full or linger has passed.
+func gather(queue <-chan pending, batch []pending, size int, linger time.Duration) []pending {
+	timer := time.NewTimer(linger)
+	defer timer.Stop()
+	for len(batch) < size {
+		select {
+		case p, ok := <-queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, p)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // bound keeps at most QueueSize rows waiting in memory, the newest.
@@ -399,8 +451,8 @@ func (w *Writer) lastTry(backlog []otp.AuditEvent) {
 // the spool cannot take them either, Postgres is asked once more (it may be
 // back before the replay noticed); past that the batch is not durable.
 func (w *Writer) commit(g group) error {
-	w.modeMu.Lock()
-	defer w.modeMu.Unlock()
+	w.modeMu.RLock()
+	defer w.modeMu.RUnlock()
 	triedPostgres := false
 	if !w.spooling.Load() && w.pgReady.Load() {
 		triedPostgres = true
