@@ -110,7 +110,9 @@ func New(t testing.TB, o Options) Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripts := redisbatch.New(rdb, redisbatch.Options{})
+	// Tests are about decisions, not Redis deadlines: a loaded machine
+	// running -race must not turn a slow call into a 503.
+	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
 	limiter := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts, LocalRefusals: o.LocalRefusals})
 	if o.LocalRefusals > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
