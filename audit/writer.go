@@ -42,9 +42,10 @@ type Options struct {
 	// that are gone are looked for (default 5s).
 	RetryEvery time.Duration
 	AdoptEvery time.Duration
-	// FinalEvery is how long sends' final outcomes gather before they are
-	// written (default 50ms): nobody waits for them, and fewer, larger
-	// groups cost Postgres less.
+	// FinalEvery, when positive, is how long sends' final outcomes gather
+	// before they are written: fewer, larger groups cost Postgres less, but
+	// a row reads "sending" that much longer after its answer. By default
+	// they are written at once, in groups of whatever waits.
 	FinalEvery time.Duration
 	Metrics    prometheus.Registerer
 }
@@ -54,8 +55,9 @@ type Options struct {
 // written in groups (group commit): whatever is waiting when a write starts
 // shares it, one Postgres commit or one fsync, so waiting costs each request
 // a few milliseconds under any load. Sends' final outcomes (Finish), which
-// nobody waits for, gather for FinalEvery and are written by a loop of their
-// own (batched finalisation), so they never delay a row someone waits for.
+// nobody waits for, are written in groups by a loop of their own (batched
+// finalisation), so they never delay a row someone waits for, and are in
+// Postgres a write after their answer.
 //
 // In Postgres, a batch is one COPY into a staging table and one INSERT ... ON
 // CONFLICT from it, so every row is stored exactly once however often it is
@@ -145,9 +147,6 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.AdoptEvery <= 0 {
 		opts.AdoptEvery = 5 * time.Second
 	}
-	if opts.FinalEvery <= 0 {
-		opts.FinalEvery = 50 * time.Millisecond
-	}
 	giveUp, stop := context.WithCancel(context.Background())
 	w := &Writer{
 		pool: pool, log: log, opts: opts,
@@ -191,8 +190,8 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 				func() float64 { _, n := w.spoolSize(); return float64(n) }),
 		)
 	}
-	go w.run(w.queue, w.done, 0)
-	go w.run(w.finals, w.finalsDone, w.opts.FinalEvery)
+	go w.run(w.queue, w.done, 0, true)
+	go w.run(w.finals, w.finalsDone, w.opts.FinalEvery, false)
 	if w.spool != nil {
 		w.loops.Add(1)
 		go w.replay()
@@ -260,7 +259,8 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 }
 
 // Finish queues a send's final outcome, its row being durable already as
-// sending; it is written with others within FinalEvery, nobody waiting.
+// sending; it is written in the next group of final outcomes, nobody
+// waiting.
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -328,13 +328,12 @@ func (w *Writer) Close(ctx context.Context) error {
 	return nil
 }
 
-// run writes the rows of one queue in groups until it is closed. With
-// linger 0 (rows someone waits for) a group is what is waiting when a write
-// starts; otherwise rows gather for linger first. The loop of rows someone
-// waits for also says whether rows can be made durable (Accepting).
-func (w *Writer) run(queue <-chan pending, done chan struct{}, linger time.Duration) {
+// run writes the rows of one queue in groups until it is closed: a group is
+// what is waiting when a write starts, after gathering for linger if it is
+// positive. The loop of rows someone waits for (waited) also says whether
+// rows can be made durable (Accepting).
+func (w *Writer) run(queue <-chan pending, done chan struct{}, linger time.Duration, waited bool) {
 	defer close(done)
-	waited := linger == 0
 	// backlog holds rows that could be made durable nowhere (their waiters
 	// were told); they go first in every later write.
 	var backlog []otp.AuditEvent
