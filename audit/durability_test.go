@@ -261,3 +261,27 @@ func TestSpoolOfAnEarlierVersionIsReplayed(t *testing.T) {
 		t.Fatalf("old row: %s %s %s", phone, ip, msgID)
 	}
 }
+
+// TestRecordTwiceStoresOnce: a row the writer sends a second time (the
+// first write committed after its timeout, say) is stored once: the fast
+// COPY fails on it and the group is written again, skipping it.
+func TestRecordTwiceStoresOnce(t *testing.T) {
+	pool := newPool(t, newDatabase(t))
+	w := newWriter(t, pool, audit.Options{WriteTimeout: time.Minute})
+	ctx := context.Background()
+	e, other := event(1), event(2)
+	for _, batch := range [][]otp.AuditEvent{{e}, {e, other}} {
+		errs := make(chan error, len(batch))
+		for _, row := range batch {
+			go func() { errs <- w.Record(ctx, row) }()
+		}
+		for range batch {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := count(t, pool); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -54,28 +55,62 @@ var (
 		WHERE audit_log.outcome = '%[3]s' AND excluded.outcome <> '%[3]s'`, columnList, stage, otp.OutcomeSending)
 )
 
-// Write stores events in one transaction: one COPY into a staging table and
-// one INSERT from it. Rows already stored are skipped, and a send's final
-// outcome replaces its "sending", so a batch may be written again, and in
-// any order, after an ambiguous failure.
+// Write stores events in any state: one COPY into a staging table and one
+// INSERT from it, in one transaction. Rows already stored are skipped, and a
+// send's final outcome replaces its "sending", so a batch may be written
+// again, and in any order, after an ambiguous failure or from a spool.
 func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
 	events = latest(events)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, createStage); err != nil {
-			return err
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, columns, pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
-			return values(events[i]), nil
-		})); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, upsert)
-		return err
-	})
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return upsertStaged(ctx, tx, events) })
 	if err != nil {
 		return fmt.Errorf("audit: write %d rows: %w", len(events), err)
 	}
 	return applyEarlyReceipts(ctx, pool, events)
+}
+
+// writeGroup stores a group as the writer forms it, the cheap way: rows
+// seen for the first time go straight into audit_log by COPY (as every row
+// did before sends had two versions), and only sends' final outcomes go
+// through the staging table. A first row that is stored already (the group
+// is a retry) fails the COPY; then the group is written by Write.
+func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.AuditEvent) error {
+	var err error
+	if len(finals) == 0 {
+		_, err = pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, source(fresh))
+	} else {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if len(fresh) > 0 {
+				if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, source(fresh)); err != nil {
+					return err
+				}
+			}
+			return upsertStaged(ctx, tx, finals)
+		})
+	}
+	all := slices.Concat(fresh, finals)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: a retry
+		return Write(ctx, pool, all)
+	}
+	if err != nil {
+		return fmt.Errorf("audit: write %d rows: %w", len(all), err)
+	}
+	return applyEarlyReceipts(ctx, pool, all)
+}
+
+func source(events []otp.AuditEvent) pgx.CopyFromSource {
+	return pgx.CopyFromSlice(len(events), func(i int) ([]any, error) { return values(events[i]), nil })
+}
+
+func upsertStaged(ctx context.Context, tx pgx.Tx, events []otp.AuditEvent) error {
+	if _, err := tx.Exec(ctx, createStage); err != nil {
+		return err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, columns, source(events)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, upsert)
+	return err
 }
 
 // latest keeps the last version of each row in a batch (a send's final

@@ -42,6 +42,11 @@ type Options struct {
 	// that are gone are looked for (default 5s).
 	RetryEvery time.Duration
 	AdoptEvery time.Duration
+	// FinalEvery, when positive, is how long sends' final outcomes gather
+	// before they are written: fewer, larger groups cost Postgres less, but
+	// a row reads "sending" that much longer after its answer. By default
+	// they are written at once, in groups of whatever waits.
+	FinalEvery time.Duration
 	Metrics    prometheus.Registerer
 }
 
@@ -49,8 +54,10 @@ type Options struct {
 // request is never answered with a row that a crash could lose. Rows are
 // written in groups (group commit): whatever is waiting when a write starts
 // shares it, one Postgres commit or one fsync, so waiting costs each request
-// a few milliseconds under any load. A send's final outcome (Finish) rides in
-// the next group without anyone waiting for it.
+// a few milliseconds under any load. Sends' final outcomes (Finish), which
+// nobody waits for, are written in groups by a loop of their own (batched
+// finalisation), so they never delay a row someone waits for, and are in
+// Postgres a write after their answer.
 //
 // In Postgres, a batch is one COPY into a staging table and one INSERT ... ON
 // CONFLICT from it, so every row is stored exactly once however often it is
@@ -66,16 +73,21 @@ type Writer struct {
 
 	mu     sync.RWMutex // guards closed against Record sending on a closed queue
 	closed bool
-	queue  chan pending
+	queue  chan pending // rows someone waits for
 	done   chan struct{}
+	// finals are sends' final outcomes, which nobody waits for: written by
+	// a loop of their own, in larger groups, so they never delay a row
+	// someone waits for.
+	finals     chan pending
+	finalsDone chan struct{}
 	// giveUp ends waits once Close's deadline has passed.
 	giveUp context.Context
 	stop   context.CancelFunc
 	loops  sync.WaitGroup
 
-	// modeMu orders switching between Postgres and the spool with the
-	// batches written meanwhile.
-	modeMu   sync.Mutex
+	// modeMu orders switching back from the spool to Postgres (held to
+	// write) with the groups written meanwhile (held to read).
+	modeMu   sync.RWMutex
 	spooling atomic.Bool // rows go to the spool until it is replayed
 	pgReady  atomic.Bool // the schema exists; until then rows are spooled
 	drainMu  sync.Mutex  // one replay at a time (the loop's, or Close's)
@@ -88,8 +100,23 @@ type Writer struct {
 }
 
 type pending struct {
-	e    otp.AuditEvent
-	done chan error // nil for Finish: nobody waits
+	e     otp.AuditEvent
+	done  chan error // nil for Finish: nobody waits
+	final bool       // a send's final outcome (Finish)
+}
+
+// group is what one write takes: the rows, which of them are sends' final
+// outcomes, and whether they were tried before (any may be stored already).
+type group struct {
+	rows   []otp.AuditEvent
+	finals map[string]bool
+	retry  bool
+}
+
+// halves splits a group, keeping what is known of its rows.
+func (g group) halves() (group, group) {
+	n := len(g.rows) / 2
+	return group{rows: g.rows[:n], finals: g.finals, retry: g.retry}, group{rows: g.rows[n:], finals: g.finals, retry: g.retry}
 }
 
 var _ otp.AuditLog = (*Writer)(nil)
@@ -126,6 +153,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		dead:   deadLetters{path: deadLetterPath(opts.SpoolDir)},
 		queue:  make(chan pending, opts.QueueSize),
 		done:   make(chan struct{}),
+		finals: make(chan pending, opts.QueueSize), finalsDone: make(chan struct{}),
 		giveUp: giveUp, stop: stop,
 		written:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_written_total", Help: "Audit rows stored in Postgres as requests were answered."}),
 		failed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_write_errors_total", Help: "Audit batches Postgres did not take in time."}),
@@ -151,7 +179,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.Metrics != nil {
 		opts.Metrics.MustRegister(w.written, w.failed, w.spooled, w.replayed, w.lost, w.deadRows, w.wait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_queue_depth", Help: "Audit rows waiting for their batch."},
-				func() float64 { return float64(len(w.queue)) }),
+				func() float64 { return float64(len(w.queue) + len(w.finals)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spooling", Help: "1 while audit rows go to the local spool instead of Postgres."},
 				func() float64 { return b2f(w.spooling.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_accepting", Help: "1 while audit rows can be made durable; at 0 sends answer 503."},
@@ -162,7 +190,8 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 				func() float64 { _, n := w.spoolSize(); return float64(n) }),
 		)
 	}
-	go w.run()
+	go w.run(w.queue, w.done, 0, true)
+	go w.run(w.finals, w.finalsDone, w.opts.FinalEvery, false)
 	if w.spool != nil {
 		w.loops.Add(1)
 		go w.replay()
@@ -230,11 +259,12 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 }
 
 // Finish queues a send's final outcome, its row being durable already as
-// sending; it rides in the next group without anyone waiting for it.
+// sending; it is written in the next group of final outcomes, nobody
+// waiting.
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.enqueue(ctx, pending{e: e}); err != nil {
+	if err := w.enqueue(ctx, pending{e: e, final: true}); err != nil {
 		w.lost.Inc()
 		w.log.Error("a send's final outcome was not queued; its row stays sending", "id", e.ID, "outcome", e.Outcome, "err", err)
 	}
@@ -246,8 +276,12 @@ func (w *Writer) enqueue(ctx context.Context, p pending) error {
 	if w.closed {
 		return ErrClosed
 	}
+	queue := w.queue
+	if p.final {
+		queue = w.finals
+	}
 	select {
-	case w.queue <- p:
+	case queue <- p:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("audit: queue full: %w", ctx.Err())
@@ -262,13 +296,16 @@ func (w *Writer) Close(ctx context.Context) error {
 	if !w.closed {
 		w.closed = true
 		close(w.queue)
+		close(w.finals)
 	}
 	w.mu.Unlock()
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		w.stop()
-		<-w.done
+	for _, done := range []chan struct{}{w.done, w.finalsDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			w.stop()
+			<-done
+		}
 	}
 	// Spooled rows are durable already; still, move them into Postgres now
 	// if it answers within the deadline, so the next start has none to
@@ -291,8 +328,12 @@ func (w *Writer) Close(ctx context.Context) error {
 	return nil
 }
 
-func (w *Writer) run() {
-	defer close(w.done)
+// run writes the rows of one queue in groups until it is closed: a group is
+// what is waiting when a write starts, after gathering for linger if it is
+// positive. The loop of rows someone waits for (waited) also says whether
+// rows can be made durable (Accepting).
+func (w *Writer) run(queue <-chan pending, done chan struct{}, linger time.Duration, waited bool) {
+	defer close(done)
 	// backlog holds rows that could be made durable nowhere (their waiters
 	// were told); they go first in every later write.
 	var backlog []otp.AuditEvent
@@ -302,7 +343,7 @@ func (w *Writer) run() {
 	for {
 		batch = batch[:0]
 		select {
-		case p, ok := <-w.queue:
+		case p, ok := <-queue:
 			if !ok {
 				w.lastTry(backlog)
 				return
@@ -313,13 +354,16 @@ func (w *Writer) run() {
 				continue
 			}
 		}
+		if linger > 0 {
+			batch = gather(queue, batch, w.opts.BatchSize, linger)
+		}
 		// Group commit: take the first row, then whatever else is already
 		// waiting. Under load batches grow by themselves; when idle a row is
 		// written at once.
 	fill:
 		for len(batch) < w.opts.BatchSize {
 			select {
-			case p, ok := <-w.queue:
+			case p, ok := <-queue:
 				if !ok {
 					break fill
 				}
@@ -328,21 +372,31 @@ func (w *Writer) run() {
 				break fill
 			}
 		}
-		events := make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch))
-		copy(events, backlog)
+		g := group{rows: make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch)), retry: len(backlog) > 0}
+		copy(g.rows, backlog)
 		for _, p := range batch {
-			events = append(events, p.e)
+			g.rows = append(g.rows, p.e)
+			if p.final {
+				if g.finals == nil {
+					g.finals = map[string]bool{}
+				}
+				g.finals[p.e.ID] = true
+			}
 		}
-		err := w.commit(events)
+		err := w.commit(g)
 		if err == nil {
 			if len(backlog) > 0 {
 				w.log.Info("audit rows are durable again", "kept_rows", len(backlog))
 			}
 			backlog = nil
-			w.notDurable.Store(nil)
+			if waited {
+				w.notDurable.Store(nil)
+			}
 		} else {
-			backlog = w.bound(events)
-			w.notDurable.Store(&err)
+			backlog = w.bound(g.rows)
+			if waited {
+				w.notDurable.Store(&err)
+			}
 		}
 		for _, p := range batch {
 			if p.done != nil {
@@ -350,6 +404,24 @@ func (w *Writer) run() {
 			}
 		}
 	}
+}
+
+// gather adds rows to batch until it is full or linger has passed.
+func gather(queue <-chan pending, batch []pending, size int, linger time.Duration) []pending {
+	timer := time.NewTimer(linger)
+	defer timer.Stop()
+	for len(batch) < size {
+		select {
+		case p, ok := <-queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, p)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // bound keeps at most QueueSize rows waiting in memory, the newest.
@@ -367,7 +439,7 @@ func (w *Writer) lastTry(backlog []otp.AuditEvent) {
 	if len(backlog) == 0 {
 		return
 	}
-	if err := w.commit(backlog); err != nil {
+	if err := w.commit(group{rows: backlog, retry: true}); err != nil {
 		w.lost.Add(float64(len(backlog)))
 		w.log.Error("audit rows lost at shutdown: durable nowhere", "rows", len(backlog), "err", err)
 	}
@@ -377,68 +449,81 @@ func (w *Writer) lastTry(backlog []otp.AuditEvent) {
 // else in the spool, which then takes every row until it is replayed. When
 // the spool cannot take them either, Postgres is asked once more (it may be
 // back before the replay noticed); past that the batch is not durable.
-func (w *Writer) commit(events []otp.AuditEvent) error {
-	w.modeMu.Lock()
-	defer w.modeMu.Unlock()
+func (w *Writer) commit(g group) error {
+	w.modeMu.RLock()
+	defer w.modeMu.RUnlock()
 	triedPostgres := false
 	if !w.spooling.Load() && w.pgReady.Load() {
 		triedPostgres = true
-		err := w.timed(events)
+		err := w.timed(g)
 		if err == nil {
 			return nil
 		}
 		if w.spool == nil {
-			return w.writeWithRetry(events, err)
+			return w.writeWithRetry(g, err)
 		}
-		w.log.Error("Postgres did not take audit rows in time; spooling them locally until it does", "rows", len(events), "err", err)
+		w.log.Error("Postgres did not take audit rows in time; spooling them locally until it does", "rows", len(g.rows), "err", err)
 		w.spooling.Store(true)
 	}
 	if w.spool == nil {
-		return w.writeWithRetry(events, errors.New("Postgres not ready"))
+		return w.writeWithRetry(g, errors.New("Postgres not ready"))
 	}
 	// A batch Postgres took too long for may still commit; its replay then
 	// finds the rows stored and skips them.
-	err := w.spool.append(events, w.hardCap())
+	err := w.spool.append(g.rows, w.hardCap())
 	if err == nil {
-		w.spooled.Add(float64(len(events)))
+		w.spooled.Add(float64(len(g.rows)))
 		return nil
 	}
-	if !triedPostgres && w.pgReady.Load() && w.timed(events) == nil {
+	if !triedPostgres && w.pgReady.Load() && w.timed(g) == nil {
 		return nil
 	}
-	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(events), "err", err)
+	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(g.rows), "err", err)
 	return fmt.Errorf("%w: %w", ErrNotDurable, err)
 }
 
-// timed stores events in Postgres within the write timeout.
-func (w *Writer) timed(events []otp.AuditEvent) error {
+// timed stores a group in Postgres within the write timeout.
+func (w *Writer) timed(g group) error {
 	ctx, cancel := context.WithTimeout(w.giveUp, w.opts.WriteTimeout)
 	defer cancel()
-	if err := w.store(ctx, events); err != nil {
+	if err := w.store(ctx, g); err != nil {
 		w.failed.Inc()
 		return err
 	}
-	w.written.Add(float64(len(events)))
+	w.written.Add(float64(len(g.rows)))
 	return nil
 }
 
-// store writes events to Postgres. A batch refused for its data is split
+// store writes a group to Postgres. A group refused for its data is split
 // until the refused rows are alone; those go to the dead letters, and every
 // other row is stored.
-func (w *Writer) store(ctx context.Context, events []otp.AuditEvent) error {
-	err := Write(ctx, w.pool, events)
+func (w *Writer) store(ctx context.Context, g group) error {
+	var err error
+	if g.retry {
+		err = Write(ctx, w.pool, g.rows)
+	} else {
+		var fresh, finals []otp.AuditEvent
+		for _, e := range g.rows {
+			if g.finals[e.ID] {
+				finals = append(finals, e)
+			} else {
+				fresh = append(fresh, e)
+			}
+		}
+		err = writeGroup(ctx, w.pool, fresh, finals)
+	}
 	pgErr, bad := refusedData(err)
 	if !bad {
 		return err
 	}
-	if len(events) == 1 {
-		return w.deadLetter(events[0], pgErr)
+	if len(g.rows) == 1 {
+		return w.deadLetter(g.rows[0], pgErr)
 	}
-	half := len(events) / 2
-	if err := w.store(ctx, events[:half]); err != nil {
+	a, b := g.halves()
+	if err := w.store(ctx, a); err != nil {
 		return err
 	}
-	return w.store(ctx, events[half:])
+	return w.store(ctx, b)
 }
 
 func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
@@ -456,7 +541,8 @@ func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
 func (w *Writer) hardCap() int64 { return w.opts.SpoolMaxBytes + w.opts.SpoolMaxBytes/10 + 1<<20 }
 
 // writeWithRetry is the path without a spool: wait for Postgres.
-func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
+func (w *Writer) writeWithRetry(g group, err error) error {
+	events := g.rows
 	backoff := 50 * time.Millisecond
 	for {
 		if w.giveUp.Err() != nil {
@@ -472,7 +558,7 @@ func (w *Writer) writeWithRetry(events []otp.AuditEvent, err error) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 		ctx, cancel := context.WithTimeout(w.giveUp, 10*time.Second)
-		err = w.store(ctx, events)
+		err = w.store(ctx, group{rows: events, retry: true})
 		cancel()
 		if err == nil {
 			w.written.Add(float64(len(events)))
@@ -545,7 +631,7 @@ func (w *Writer) replaySegments(ctx context.Context, sp *spool) error {
 			w.log.Error("audit spool segment is damaged; moved aside for inspection, its readable rows replayed", "segment", segmentName(seq), "dir", sp.dir, "err", err)
 		}
 		for i := 0; i < len(events); i += w.opts.BatchSize {
-			if werr := w.store(ctx, events[i:min(i+w.opts.BatchSize, len(events))]); werr != nil {
+			if werr := w.store(ctx, group{rows: events[i:min(i+w.opts.BatchSize, len(events))], retry: true}); werr != nil {
 				return werr
 			}
 		}

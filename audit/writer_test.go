@@ -116,7 +116,8 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 // Postgres, and concurrent rows share writes.
 func TestRecordIsDurableOnReturn(t *testing.T) {
 	pool := newPool(t, newDatabase(t))
-	w := newWriter(t, pool, audit.Options{BatchSize: 100, SpoolDir: t.TempDir()})
+	// A write timeout no loaded machine reaches: every row must go to Postgres.
+	w := newWriter(t, pool, audit.Options{BatchSize: 100, SpoolDir: t.TempDir(), WriteTimeout: time.Minute})
 	const n = 2000
 	var wg sync.WaitGroup
 	for g := 0; g < 20; g++ {

@@ -206,7 +206,26 @@ func sendFrom(t *testing.T, r *rig, phone, from string) int {
 		req.Header.Set("X-Forwarded-For", from)
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
-	return testenv.Do(t, client, req).Status
+	st := testenv.Do(t, client, req).Status
+	if st == http.StatusAccepted {
+		// A send's final outcome is written just after its answer: wait
+		// for it, so the console shows the text as sent.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var sending bool
+			if err := r.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM audit_log WHERE outcome = 'sending')`).Scan(&sending); err != nil {
+				t.Fatal(err)
+			}
+			if !sending {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the send to %s is still sending", phone)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return st
 }
 
 func regexpFind(t *testing.T, s, re string) string {

@@ -102,15 +102,14 @@ func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir stri
 }
 
 // writeConfig writes a config file of the test's own: its Redis key prefix,
-// a Redis timeout a loaded machine running -race stays within, and config.
+// a Redis timeout a loaded machine running -race stays within (unless the
+// topology sets its own), and config.
 func writeConfig(t *testing.T, e env, config string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "smsgw.toml")
-	// Redis calls get 5 s, sized for a loaded -race run, unless the topology
-	// sets its own.
 	redisTOML := e.redisTOML
 	if !strings.Contains(redisTOML, "timeout") {
-		redisTOML += "\ntimeout = \"5s\""
+		redisTOML = "timeout = \"5s\"\n" + redisTOML
 	}
 	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n%s\n\n%s", e.keyPrefix, redisTOML, config)
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {

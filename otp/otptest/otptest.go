@@ -113,7 +113,8 @@ func New(t testing.TB, o Options) Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sized for a loaded -race run on a busy machine, not for production.
+	// Tests are about decisions, not Redis deadlines: a loaded machine
+	// running -race must not turn a slow call into a 503.
 	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
 	limiter := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts, LocalRefusals: o.LocalRefusals})
 	if o.LocalRefusals > 0 {
