@@ -258,8 +258,12 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("migrate run %d: %v\n%s", i, err, out)
 		}
-		if i == 0 && !strings.Contains(string(out), "001_audit_log.sql") {
-			t.Fatalf("first run did not apply 001: %s", out)
+		log := string(out)
+		if i == 0 && (!strings.Contains(log, `"msg":"database created","database":"`+name+`"`) || !strings.Contains(log, "001_audit_log.sql")) {
+			t.Fatalf("the first run does not say it created the database and applied 001: %s", out)
+		}
+		if i == 1 && (strings.Contains(log, "null") || strings.Contains(log, "database created") || !strings.Contains(log, `"applied_now":0`)) {
+			t.Fatalf("the second run: %s", out)
 		}
 	}
 	auditRows(t, env{databaseURL: dsn}) // the table is there

@@ -97,38 +97,38 @@ func Apply(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 }
 
 // EnsureDatabase creates the database databaseURL names when it does not exist
-// yet and the role may create it. It connects to the server's "postgres"
-// database to do so.
-func EnsureDatabase(ctx context.Context, databaseURL string) error {
+// yet and the role may create it, and says whether it did (for the log). It
+// connects to the server's "postgres" database to do so.
+func EnsureDatabase(ctx context.Context, databaseURL string) (created bool, err error) {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err == nil {
-		return conn.Close(ctx)
+		return false, conn.Close(ctx)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
-		return err
+		return false, err
 	}
 	cfg, perr := pgx.ParseConfig(databaseURL)
 	if perr != nil {
-		return perr
+		return false, perr
 	}
 	name := cfg.Database
 	u, perr := url.Parse(databaseURL)
 	if perr != nil || u.Scheme == "" {
-		return fmt.Errorf("database %q does not exist; create it or use a URL-form postgres.url so smsgw can", name)
+		return false, fmt.Errorf("database %q does not exist; create it or use a URL-form postgres.url so smsgw can", name)
 	}
 	u.Path = "/postgres"
 	admin, aerr := pgx.Connect(ctx, u.String())
 	if aerr != nil {
-		return fmt.Errorf("database %q does not exist and the server's postgres database is unreachable: %w", name, aerr)
+		return false, fmt.Errorf("database %q does not exist and the server's postgres database is unreachable: %w", name, aerr)
 	}
 	defer admin.Close(ctx)
 	_, cerr := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	if errors.As(cerr, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: another process won
-		return nil
+		return false, nil
 	}
 	if cerr != nil {
-		return fmt.Errorf("create database %q: %w", name, cerr)
+		return false, fmt.Errorf("create database %q: %w", name, cerr)
 	}
-	return nil
+	return true, nil
 }

@@ -75,8 +75,12 @@ func TestEnsureDatabaseCreatesIt(t *testing.T) {
 		admin.Close(context.Background())
 	})
 	for i := 0; i < 2; i++ { // the second call finds it
-		if err := migrations.EnsureDatabase(ctx, dsn); err != nil {
+		created, err := migrations.EnsureDatabase(ctx, dsn)
+		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
+		}
+		if created != (i == 0) {
+			t.Fatalf("call %d says created = %v", i, created)
 		}
 	}
 	conn, err := pgx.Connect(ctx, dsn)

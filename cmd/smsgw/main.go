@@ -2,6 +2,8 @@
 //
 //	smsgw [serve] [-config PATH] [-dev]   run the service (applies migrations first)
 //	smsgw migrate [-config PATH]          apply migrations and exit
+//	smsgw healthcheck [-ready]            ask the running service whether it is healthy (ready)
+//	smsgw -h                              usage
 package main
 
 import (

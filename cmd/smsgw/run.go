@@ -38,22 +38,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (default: $SMSGW_CONFIG, else ./config.toml if present, else built-in defaults)")
 	dev := fs.Bool("dev", false, "run with no outside services: in-process Redis, audit to stderr, fake provider, loopback only")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: smsgw [serve|migrate] [-config PATH] [-dev]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	ready := fs.Bool("ready", false, "healthcheck: ask /readyz (Redis and Postgres answer) instead of /healthz")
+	fs.Usage = func() {} // printed below: to stdout when asked for, to stderr after a mistake
+	parse := func(args []string) error {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, fs)
+			return errHelp
+		}
+		if err != nil {
+			usage(stderr, fs)
+		}
 		return err
+	}
+	if err := parse(args[1:]); err != nil {
+		return helpIsNoError(err)
 	}
 	cmd := "serve"
 	if rest := fs.Args(); len(rest) > 0 {
 		cmd = rest[0]
-		if err := fs.Parse(rest[1:]); err != nil { // flags may follow the command
-			return err
+		if err := parse(rest[1:]); err != nil { // flags may follow the command
+			return helpIsNoError(err)
 		}
 		if fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		}
+	}
+	switch cmd {
+	case "help":
+		usage(stdout, fs)
+		return nil
+	case "serve", "migrate", "healthcheck":
+	default:
+		usage(stderr, fs)
+		return fmt.Errorf("unknown command %q", cmd)
 	}
 
 	path := *configPath
@@ -89,10 +107,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return errors.New("-dev has no database to migrate")
 		}
 		return migrate(ctx, cfg, log)
-	default:
-		fs.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
+	case "healthcheck":
+		return healthcheck(ctx, cfg.Server.Listen, *ready, stdout)
 	}
+	return nil
+}
+
+// errHelp is -h: usage was printed, and asking for it is no failure.
+var errHelp = errors.New("help requested")
+
+func helpIsNoError(err error) error {
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `usage: smsgw [command] [flags]
+
+commands:
+  serve         run the service (the default); applies pending migrations first
+  migrate       create the database if missing, apply migrations, and exit
+  healthcheck   ask a running smsgw (at server.listen) for /healthz; exit 0 if healthy
+  help          print this
+
+flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, `
+environment: SMSGW_CONFIG, SMSGW_LISTEN, SMSGW_REDIS_URL, SMSGW_DATABASE_URL,
+  SMSGW_SECRET (required to serve), SMSGW_ADMIN_TOKEN (admin API and console),
+  TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, SMSGW_HTTP_SECRET, SMSGW_CHALLENGE_SECRET
+`)
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {
@@ -106,8 +154,12 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 func migrate(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := migrations.EnsureDatabase(ctx, cfg.Postgres.URL); err != nil {
+	created, err := migrations.EnsureDatabase(ctx, cfg.Postgres.URL)
+	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
+	}
+	if created {
+		log.Info("database created", "database", databaseName(cfg.Postgres.URL))
 	}
 	conn, err := pgx.Connect(ctx, cfg.Postgres.URL)
 	if err != nil {
@@ -118,8 +170,22 @@ func migrate(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("database schema up to date", "applied", applied)
+	if len(applied) > 0 {
+		log.Info("migrations applied", "applied", applied)
+	}
+	all, _ := migrations.All()
+	log.Info("database schema up to date", "version", all[len(all)-1].Version, "applied_now", len(applied))
 	return nil
+}
+
+// databaseName is the database a URL names, for the log (never the URL:
+// it may hold a password).
+func databaseName(databaseURL string) string {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return ""
+	}
+	return cfg.Database
 }
 
 // redisLog sends go-redis's own messages (dial failures and the like, one
