@@ -23,18 +23,10 @@ type pumpingHoldJSON struct {
 	ExpiresIn int64   `json:"expires_in"` // seconds the hold (or the listing) lasts if nothing is approved
 }
 
-type overrideJSON struct {
-	Target    string    `json:"target"`
-	Action    string    `json:"action"`
-	Note      string    `json:"note"`
-	ExpiresAt time.Time `json:"expires_at"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
 type pumpingJSON struct {
 	Held      []pumpingHoldJSON `json:"held"`
 	Near      []pumpingHoldJSON `json:"near"`
-	Overrides []overrideJSON    `json:"overrides"`
+	Overrides []otp.Override    `json:"overrides"`
 }
 
 func holdsJSON(list []otp.PumpingHold) []pumpingHoldJSON {
@@ -45,12 +37,12 @@ func holdsJSON(list []otp.PumpingHold) []pumpingHoldJSON {
 	return out
 }
 
-func overridesJSON(list []otp.Override) []overrideJSON {
-	out := make([]overrideJSON, 0, len(list))
-	for _, o := range list {
-		out = append(out, overrideJSON{Target: o.Target, Action: string(o.Action), Note: o.Note, ExpiresAt: o.ExpiresAt, CreatedAt: o.CreatedAt})
+// overridesJSON answers [] rather than null for none.
+func overridesJSON(list []otp.Override) []otp.Override {
+	if list == nil {
+		return []otp.Override{}
 	}
-	return out
+	return list
 }
 
 // pumpingView is what GET /v1/admin/pumping shows: held subjects, those near
