@@ -78,6 +78,9 @@ type Config struct {
 	// HoldFor is the longest a replica answers a refusal from memory before
 	// asking Redis again.
 	HoldFor time.Duration
+	// ProbeEvery lets a network over its budget admit one send this often,
+	// so a shared address whose users do verify earns its room back.
+	ProbeEvery time.Duration
 	Spend   Spend
 }
 
@@ -109,7 +112,7 @@ func micros(v float64) int64 { return int64(math.Round(v * 1e6)) }
 func DefaultConfig() Config {
 	return Config{
 		Mode: ModeEnforce, Window: 24 * time.Hour, Floors: DefaultFloors(),
-		Ratio: 1, HourFactor: 4, Grace: 5 * time.Minute, HoldFor: 30 * time.Second,
+		Ratio: 1, HourFactor: 4, Grace: 5 * time.Minute, HoldFor: 30 * time.Second, ProbeEvery: 10 * time.Minute,
 		Spend: Spend{Default: 0.05},
 	}
 }
@@ -153,6 +156,9 @@ func (c Config) Validate() error {
 	}
 	if c.Grace < 0 {
 		return fmt.Errorf("pumping.grace: must not be negative, got %s", c.Grace)
+	}
+	if c.ProbeEvery < 0 {
+		return fmt.Errorf("pumping.probe_every: must not be negative (0: never), got %s", c.ProbeEvery)
 	}
 	if c.HoldFor < 0 || c.HoldFor > 10*time.Minute {
 		return fmt.Errorf("pumping.hold_for: want 0 to 10m, got %s", c.HoldFor)

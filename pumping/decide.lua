@@ -37,7 +37,7 @@
 -- ARGV[8]  the phone (E.164), for the record and the country's pending set
 -- ARGV[9]  the caller's network id, kept in the phone's record so that an
 --          approval credits the networks that asked for the text
--- ARGV[10] number of subjects; then per subject: kind, p1, p2
+-- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[12]
 --   kind "r" range:   counts distinct phones (the record says whether this
 --                     phone is already counted); p1 floor.       keys: 1
 --   kind "c" country: counts texts not approved within grace;   keys: 2
@@ -48,6 +48,12 @@
 -- ARGV[11] 1 when KEYS[1] is the phone's record (the destination group, even
 --          with no range or country rule on, so an approval can find the
 --          networks to credit)
+-- ARGV[12] probe_ms: a network over its budget still admits one send this
+--          often, counted from its first refusal (0: never). A shared address (a carrier's CGNAT) whose first
+--          few users did not verify would otherwise refuse everyone behind
+--          it for a whole window, and nobody could verify to earn it room;
+--          one probe per period lets real users earn it back, and costs an
+--          attacker's held network a text per period.
 --
 -- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new}:
 -- bucket is the one counted in and new 1 when the phone was counted anew,
@@ -68,6 +74,7 @@ end
 local bucket, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, ratio, hourf = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local grace, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local probe = tonumber(ARGV[12]) or 0
 local cur = math.floor(now / bucket)
 local frac = (now % bucket) / bucket
 local oldest = cur - nb + 1
@@ -129,7 +136,7 @@ local function wait(key, u, budget, b, counted_is_u)
 end
 
 local n = tonumber(ARGV[10])
-local ki, ai = 1, 12
+local ki, ai = 1, 13
 local rec, counted = nil, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
@@ -191,6 +198,15 @@ for i = 1, n do
     if kind == 'r' and counted then need = u end
     if kind == 'c' then need = u end -- its text counts only once due
     st.refuse = need > budget and mode ~= 2
+    if st.refuse and kind == 'n' and probe > 0 then
+      -- The probe clock starts at the first refusal.
+      local last = tonumber(redis.call('HGET', st.key, 'pr'))
+      if last == nil then
+        redis.call('HSET', st.key, 'pr', now)
+      elseif now - last >= probe then
+        st.refuse, st.probe = false, true
+      end
+    end
     if st.refuse then
       st.retry = wait(st.key, need, budget + 1, b, kind == 'c')
     end
@@ -228,6 +244,7 @@ for i = 1, n do
     redis.call('ZADD', st.pend, now, phone)
     redis.call('PEXPIRE', st.pend, keep)
   end
+  if st.probe then redis.call('HSET', st.key, 'pr', now) end
   if redis.call('PTTL', st.key) < keep then redis.call('PEXPIRE', st.key, keep) end
 end
 if rec ~= nil then

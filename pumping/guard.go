@@ -252,10 +252,10 @@ func merge(groups []group) group {
 }
 
 func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode int) (call, error) {
-	args := make([]any, 0, 11+3*len(grp.subjects))
+	args := make([]any, 0, 12+3*len(grp.subjects))
 	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
 		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
-		ms(g.cfg.Grace), phone, netid, len(grp.subjects), flag(grp.record != ""))
+		ms(g.cfg.Grace), phone, netid, len(grp.subjects), flag(grp.record != ""), ms(g.cfg.ProbeEvery))
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':

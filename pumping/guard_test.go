@@ -488,6 +488,43 @@ func TestOverrides(t *testing.T) {
 	}
 }
 
+// A network over its budget admits one probe per period, so a shared
+// address whose users verify earns its room back; a range never does.
+func TestHeldNetworkProbes(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, only(RuleNet32, RuleRange100), false)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		reserve(t, g, phone(t, fmt.Sprintf("+4474001%05d", i*1000)), ip("100.64.0.1"))
+	}
+	if r := reserve(t, g, phone(t, "+447400199000"), ip("100.64.0.1")); r.Refused == nil || r.Refused.Rule != RuleNet32 {
+		t.Fatalf("sixth unverified text from one address: %+v", r.Refused)
+	}
+	f.advance(10 * time.Minute)
+	probe := phone(t, "+447400188000")
+	if r := reserve(t, g, probe, ip("100.64.0.1")); r.Refused != nil {
+		t.Fatalf("no probe after the period: %+v", r.Refused)
+	}
+	if r := reserve(t, g, phone(t, "+447400177000"), ip("100.64.0.1")); r.Refused == nil {
+		t.Fatal("two probes in one period")
+	}
+	// The probe's user verifies: the address earns room (hour factor 4).
+	if err := g.Approved(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	if r := reserve(t, g, phone(t, "+447400166000"), ip("100.64.0.1")); r.Refused != nil {
+		t.Fatalf("refused after an approval earned room: %+v", r.Refused)
+	}
+	// Ranges never probe: sequential numbers stay held.
+	for i := 0; i < 2; i++ {
+		reserve(t, g, phone(t, fmt.Sprintf("+4474002000%02d", i)), ip(fmt.Sprintf("198.51.%d.1", i)))
+	}
+	f.advance(time.Hour)
+	if r := reserve(t, g, phone(t, "+447400200050"), ip("198.51.9.1")); r.Refused == nil || r.Refused.Rule != RuleRange100 {
+		t.Fatalf("a full block after an hour: %+v", r.Refused)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string

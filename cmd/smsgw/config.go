@@ -94,6 +94,7 @@ type Config struct {
 		HourFactor float64        `toml:"hour_factor"`
 		Grace      Duration       `toml:"grace"`
 		HoldFor    Duration       `toml:"hold_for"`
+		ProbeEvery Duration       `toml:"probe_every"`
 		Floors     map[string]int `toml:"floors"`
 		Spend      struct {
 			DefaultPrice float64            `toml:"default_price"`
@@ -162,7 +163,7 @@ func (c *Config) redis() redisconn.Options {
 func (c *Config) pumping() pumping.Config {
 	p := c.Pumping
 	return pumping.Config{Mode: p.Mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
-		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration,
+		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration, ProbeEvery: p.ProbeEvery.Duration,
 		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
 }
 
