@@ -81,7 +81,7 @@ type Config struct {
 	// ProbeEvery lets a network over its budget admit one send this often,
 	// so a shared address whose users do verify earns its room back.
 	ProbeEvery time.Duration
-	Spend   Spend
+	Spend      Spend
 }
 
 // Spend is the money ceiling: off unless a budget is set.
