@@ -57,6 +57,9 @@ func joinReasons(a, b string) string {
 type TestNumber struct {
 	Phone string // E.164
 	Code  string
+	// Region, when set, is the ISO code the number must belong to
+	// (+44 7911 is Guernsey, not GB): a check on what the author meant.
+	Region string
 }
 
 // ValidateTestNumbers checks [[test_numbers]]: each a valid number in the
@@ -67,6 +70,9 @@ func ValidateTestNumbers(list []TestNumber, codeLength int) error {
 		p, err := ParsePhone(tn.Phone, "")
 		if err != nil || p.E164 != tn.Phone {
 			return fmt.Errorf("test_numbers[%d].phone: %q is not a valid number in E.164 notation", i, tn.Phone)
+		}
+		if tn.Region != "" && p.Country() != tn.Region {
+			return fmt.Errorf("test_numbers[%d].phone: %s is a number of %s, not of region %q", i, p.E164, p.Country(), tn.Region)
 		}
 		if seen[p.E164] {
 			return fmt.Errorf("test_numbers[%d].phone: %s is listed twice", i, p.E164)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,32 @@ func TestChallengeInsteadOfRefusal(t *testing.T) {
 	res, err = s.Send(ctx, req)
 	if err != nil || res.Reason != "challenge_passed" {
 		t.Fatalf("a solved challenge: %q %v", res.Reason, err)
+	}
+}
+
+func TestValidateTestNumbers(t *testing.T) {
+	tests := []struct {
+		name string
+		list []otp.TestNumber
+		want string
+	}{
+		{"fine", []otp.TestNumber{{Phone: "+14155550100", Code: "123456", Region: "US"}}, ""},
+		{"not E.164", []otp.TestNumber{{Phone: "(415) 555-0100", Code: "123456"}}, "test_numbers[0].phone"},
+		{"not a number", []otp.TestNumber{{Phone: "+1415", Code: "123456"}}, "test_numbers[0].phone"},
+		{"another region", []otp.TestNumber{{Phone: "+447911123456", Code: "123456", Region: "GB"}}, "not of region"},
+		{"twice", []otp.TestNumber{{Phone: "+14155550100", Code: "123456"}, {Phone: "+14155550100", Code: "654321"}}, "test_numbers[1].phone"},
+		{"short code", []otp.TestNumber{{Phone: "+14155550100", Code: "1234"}}, "test_numbers[0].code"},
+		{"letters", []otp.TestNumber{{Phone: "+14155550100", Code: "12345a"}}, "test_numbers[0].code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := otp.ValidateTestNumbers(tt.list, 6)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatal(err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v; want an error with %q", err, tt.want)
+			}
+		})
 	}
 }
