@@ -77,9 +77,9 @@ func (g *recordingGateway) phones() map[string]int {
 
 var gatewayEnv = []string{"SMSGW_HTTP_SECRET=" + gatewaySecret}
 
-// requireEveryTextAudited checks that every phone the gateway texted has a
+// requireEveryTextAudited checks that every phone a provider texted has a
 // send row that says a text went or may have gone out.
-func requireEveryTextAudited(t *testing.T, e env, g *recordingGateway) {
+func requireEveryTextAudited(t *testing.T, e env, texted map[string]int) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, e.databaseURL)
@@ -104,7 +104,6 @@ func requireEveryTextAudited(t *testing.T, e env, g *recordingGateway) {
 			sending++
 		}
 	}
-	texted := g.phones()
 	var missing []string
 	for phone := range texted {
 		if !audited[phone] {
@@ -160,7 +159,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
 	again.stop(t)
 	requireOneRowEach(t, e, answered)
-	requireEveryTextAudited(t, e, g)
+	requireEveryTextAudited(t, e, g.phones())
 }
 
 // mountTmpfs mounts a tmpfs of the given size for the test (CI runs as
@@ -247,7 +246,7 @@ func TestSpoolOnAFullDisk(t *testing.T) {
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
 	requireOneRowEach(t, e, answered)
-	requireEveryTextAudited(t, e, g)
+	requireEveryTextAudited(t, e, g.phones())
 }
 
 // TestUnwritableSpool: with Postgres down, the spool's file system turns
@@ -287,7 +286,7 @@ func TestUnwritableSpool(t *testing.T) {
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
 	requireOneRowEach(t, e, answered)
-	requireEveryTextAudited(t, e, g)
+	requireEveryTextAudited(t, e, g.phones())
 }
 
 // TestPoisonedProviderIDHoldsUpNothing: the provider answers a message id
@@ -326,7 +325,7 @@ func TestPoisonedProviderIDHoldsUpNothing(t *testing.T) {
 	t.Logf("dead letters: %s", grepLines(metricsOf(t, p), "smsgw_audit_rows_dead_lettered_total "))
 	p.stop(t)
 	requireOneRowEach(t, e, answered)
-	requireEveryTextAudited(t, e, g)
+	requireEveryTextAudited(t, e, g.phones())
 	sent := 0
 	for _, r := range auditRows(t, e) {
 		if strings.HasPrefix(r.RequestID, "after-") && r.Outcome == "sent" {
@@ -369,7 +368,7 @@ func TestReplicasShareAConfigAndAdoptOrphans(t *testing.T) {
 	}
 	b.stop(t)
 	requireOneRowEach(t, e, answered)
-	requireEveryTextAudited(t, e, g)
+	requireEveryTextAudited(t, e, g.phones())
 }
 
 // absentDatabase names a database that does not exist, for a start that
