@@ -2,11 +2,13 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
@@ -106,4 +108,46 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("IP windows after one admission: %+v %v", st, err)
 		}
 	})
+}
+
+// TestReplicasMustHoldAnAdmission: with min_replicas_acked, an admission the
+// replica does not acknowledge in time is refunded and reported as an error
+// (the service answers 503); once the replica answers again it is admitted.
+func TestReplicasMustHoldAnAdmission(t *testing.T) {
+	primary, replica, _ := redistopo.StartReplicated(t)
+	rdb := primary.Client()
+	t.Cleanup(func() { rdb.Close() })
+	l := New(rdb, "t:", Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Timeout: 500 * time.Millisecond, MinReplicas: 1})})
+	ctx := context.Background()
+	a, x := phone("+14155550100"), ip("203.0.113.7")
+
+	replica.Pause()
+	_, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
+	replica.Resume()
+	var nr *redisbatch.NotReplicatedError
+	if !errors.As(err, &nr) {
+		t.Fatalf("allow with the replica frozen: %v, want a NotReplicatedError", err)
+	}
+	if st, err := l.Status(ctx, []otp.Subject{a}); err != nil || st[0].Used != 0 {
+		t.Fatalf("the unreplicated admission was not refunded: %+v %v", st, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
+		if err == nil {
+			if !d.Allowed {
+				t.Fatalf("refused after the replica came back: %+v", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no admission 10 s after the replica came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rc := replica.Client()
+	defer rc.Close()
+	if n, err := rc.ZCard(ctx, l.key(a)).Result(); err != nil || n != 1 {
+		t.Fatalf("the replica holds %d entries for the phone (%v), want 1", n, err)
+	}
 }
