@@ -78,7 +78,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, nil
 	}
 
-	if req.IdempotencyKey != "" && s.Idempotency != nil {
+	if req.IdempotencyKey != "" {
 		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
 		prior, cerr := s.claim(ctx, scope, req.Ticket)
 		if cerr != nil {
