@@ -149,7 +149,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		}
 		res.Receipt.Provider = se.Provider
 		res.Reason = se.Reason
-		if se.NotSent {
+		if se.NotSent() {
 			giveBack()
 			if issued.isNew {
 				// Nobody has this code: do not leave it pending.

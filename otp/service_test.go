@@ -150,7 +150,7 @@ func TestRefusedTextGivesQuotaBackAndLeavesNoCode(t *testing.T) {
 type unsure struct{}
 
 func (unsure) Send(context.Context, string, string) (string, error) {
-	return "", &otp.SendError{NotSent: false, Reason: "timeout", Err: context.DeadlineExceeded}
+	return "", &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "timeout", Err: context.DeadlineExceeded}
 }
 
 func TestUnknownOutcomeKeepsQuotaAndDoesNotFailOver(t *testing.T) {

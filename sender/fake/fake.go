@@ -50,11 +50,11 @@ func New(capacity int, failPrefixes []string, onSend func(Message)) *Provider {
 // it cannot reach: nothing sent.
 func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", &otp.SendError{NotSent: true, Reason: "canceled", Err: err}
+		return "", &otp.SendError{Failure: otp.ProviderDown, Reason: "canceled", Err: err}
 	}
 	for _, prefix := range p.failPrefixes {
 		if strings.HasPrefix(to, prefix) {
-			return "", &otp.SendError{NotSent: true, Reason: "refused", Err: errors.New("fake provider refuses " + prefix + "*")}
+			return "", &otp.SendError{Failure: otp.NumberProblem, Reason: "refused", Err: errors.New("fake provider refuses " + prefix + "*")}
 		}
 	}
 	p.mu.Lock()
