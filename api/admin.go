@@ -1,10 +1,9 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"log/slog"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,24 +19,21 @@ import (
 // (401 otherwise). Tokens are compared as SHA-256 digests in constant time, so
 // neither their content nor their length leaks through timing. Refused
 // attempts are audited like every admin action.
-func requireAdmin(token string, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
-	want := sha256.Sum256([]byte(token))
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if token == "" {
-				return otp.Errorf(otp.ENotFound, "no such endpoint")
-			}
-			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			sum := sha256.Sum256([]byte(got))
-			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				ev := adminEvent(c, "auth")
-				ev.Outcome = otp.EUnauthorized
-				record(c.Request().Context(), auditLog, log, m, ev)
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="smsgw admin"`)
-				return otp.Errorf(otp.EUnauthorized, "a valid admin bearer token is required")
-			}
-			return next(c)
+func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.AdminToken == "" {
+			return otp.Errorf(otp.ENotFound, "no such endpoint")
 		}
+		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.adminToken[:]) != 1 {
+			ev := adminEvent(c, "auth")
+			ev.Outcome = otp.EUnauthorized
+			s.record(c.Request().Context(), ev)
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="smsgw admin"`)
+			return otp.Errorf(otp.EUnauthorized, "a valid admin bearer token is required")
+		}
+		return next(c)
 	}
 }
 
@@ -47,14 +43,14 @@ func adminEvent(c echo.Context, action string) otp.AuditEvent {
 }
 
 // auditAdmin records an admin action with its outcome.
-func auditAdmin(ctx context.Context, c echo.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, action, phone string, err error) {
+func (s *Server) auditAdmin(c echo.Context, action, phone string, err error) {
 	ev := adminEvent(c, action)
 	ev.Phone = phone
 	ev.Outcome = "ok"
 	if err != nil {
 		ev.Outcome = otp.ErrorCode(err)
 	}
-	record(ctx, auditLog, log, m, ev)
+	s.record(c.Request().Context(), ev)
 }
 
 type limitWindowJSON struct {
@@ -101,22 +97,21 @@ func limitsBody(v otp.SupportView, maxAttempts int) limitsJSON {
 
 // handleAdminLimits shows (GET) or clears (DELETE) what is counted for one
 // phone or one client IP.
-func handleAdminLimits(svc *otp.Service, maxAttempts int, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		phone, ip := c.QueryParam("phone"), c.QueryParam("ip")
-		phone = plusFromQuery(phone)
-		action, op := "limits.get", svc.Limits
-		if c.Request().Method == http.MethodDelete {
-			action, op = "limits.delete", svc.ResetLimits
-		}
-		v, err := op(ctx, phone, ip)
-		auditAdmin(ctx, c, auditLog, log, m, action, v.Phone, err)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, limitsBody(v, maxAttempts))
+func (s *Server) handleAdminLimits(c echo.Context) error {
+	action, op := "limits.get", s.Service.Limits
+	if c.Request().Method == http.MethodDelete {
+		action, op = "limits.delete", s.Service.ResetLimits
 	}
+	phone, err := otp.ParseQueryPhone(c.QueryParam("phone"), s.cfg.DefaultRegion)
+	var v otp.SupportView
+	if err == nil {
+		v, err = op(c.Request().Context(), phone, c.QueryParam("ip"))
+	}
+	s.auditAdmin(c, action, v.Phone, err)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, limitsBody(v, s.cfg.MaxAttempts))
 }
 
 const (
@@ -125,64 +120,45 @@ const (
 )
 
 // handleAdminAudit lists the newest audit rows, of one phone or of all.
-func handleAdminAudit(reader otp.AuditReader, defaultRegion string, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		rows, phone, err := readAudit(ctx, c, reader, defaultRegion)
-		auditAdmin(ctx, c, auditLog, log, m, "audit.get", phone, err)
-		if err != nil {
-			return err
-		}
-		if rows == nil {
-			rows = []otp.AuditEvent{}
-		}
-		// Each row in its one JSON shape, named by the table's columns.
-		return c.JSON(http.StatusOK, rows)
+func (s *Server) handleAdminAudit(c echo.Context) error {
+	rows, phone, err := s.readAudit(c)
+	s.auditAdmin(c, "audit.get", phone, err)
+	if err != nil {
+		return err
 	}
+	if rows == nil {
+		rows = []otp.AuditEvent{}
+	}
+	// Each row in its one JSON shape, named by the table's columns.
+	return c.JSON(http.StatusOK, rows)
 }
 
-func readAudit(ctx context.Context, c echo.Context, reader otp.AuditReader, defaultRegion string) ([]otp.AuditEvent, string, error) {
+func (s *Server) readAudit(c echo.Context) ([]otp.AuditEvent, string, error) {
 	limit := defaultAuditLimit
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
+	if q := c.QueryParam("limit"); q != "" {
+		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 || n > maxAuditLimit {
 			return nil, "", otp.Errorf(otp.EInvalidRequest, "limit must be a whole number from 1 to %d", maxAuditLimit)
 		}
 		limit = n
 	}
-	phone, err := queryPhone(c, defaultRegion)
+	phone, err := otp.ParseQueryPhone(c.QueryParam("phone"), s.cfg.DefaultRegion)
 	if err != nil {
 		return nil, "", err
 	}
-	if reader == nil {
-		return nil, phone, otp.Errorf(otp.EUnavailable, "audit queries need Postgres; in -dev the audit log is printed to stderr")
-	}
-	rows, err := reader.Recent(ctx, phone, limit)
+	rows, err := s.AuditReader.Recent(c.Request().Context(), phone, limit)
 	if err != nil {
-		return nil, phone, &otp.Error{Code: otp.EUnavailable, Message: "the audit log is temporarily unavailable", Err: err}
+		return nil, phone, asUnavailable(err, "the audit log is temporarily unavailable")
 	}
 	return rows, phone, nil
 }
 
-// queryPhone reads an optional ?phone= as E.164 ("" when absent), in any
-// notation a send accepts.
-func queryPhone(c echo.Context, defaultRegion string) (string, error) {
-	raw := plusFromQuery(c.QueryParam("phone"))
-	if raw == "" {
-		return "", nil
+// asUnavailable keeps a dependency's own client error (a stand-in saying
+// what is missing) and makes anything else a 503 with msg.
+func asUnavailable(err error, msg string) error {
+	var e *otp.Error
+	if errors.As(err, &e) {
+		return e
 	}
-	p, err := otp.ParsePhone(raw, defaultRegion)
-	if err != nil {
-		return "", err
-	}
-	return p.E164, nil
-}
-
-// plusFromQuery undoes what an unencoded "+" becomes in a query string (a
-// space), so "?phone=+14155552671" works as people type it.
-func plusFromQuery(s string) string {
-	if strings.HasPrefix(s, " ") {
-		return "+" + strings.TrimLeft(s, " ")
-	}
-	return s
+	return &otp.Error{Code: otp.EUnavailable, Message: msg, Err: err}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,29 +26,17 @@ func admin(t *testing.T, s *testServer, method, path, token string) response {
 	return do(t, method, s.URL+path, "", nil, h)
 }
 
-// pgAudit is the audit trail on a real, fresh database.
-type pgAudit struct {
-	writer *audit.Writer
-	reader *audit.Reader
-	pool   *pgxpool.Pool
-}
-
-// postgresAudit is a real audit writer and reader on a fresh database.
-func postgresAudit(t *testing.T) pgAudit {
+// postgresAudit is a fresh migrated database for the service's audit trail,
+// and a reader of it.
+func postgresAudit(t *testing.T) (dsn string, reader *audit.Reader) {
 	t.Helper()
-	dsn := testenv.MigratedDatabase(t)
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
+	dsn = testenv.MigratedDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	w, err := audit.NewWriter(pool, audit.Options{SpoolDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close(context.Background()) })
-	return pgAudit{writer: w, reader: audit.NewReader(pool), pool: pool}
+	return dsn, audit.NewReader(pool)
 }
 
 func TestAdminAuth(t *testing.T) {
@@ -162,9 +148,8 @@ func wrongOf(code string) string {
 }
 
 func TestAdminAudit(t *testing.T) {
-	pg := postgresAudit(t)
-	reader := pg.reader
-	s := newTestServer(t, serverOpts{adminToken: adminToken, auditLog: pg.writer, auditReader: reader})
+	dsn, reader := postgresAudit(t)
+	s := newTestServer(t, serverOpts{adminToken: adminToken, postgres: dsn})
 	const phone = "+14155552671"
 	code := sendAndReadCode(t, s, phone)
 	verify(t, s, `{"phone": "+14155552671", "code": "`+wrongOf(code)+`"}`)

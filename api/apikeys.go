@@ -2,9 +2,7 @@ package api
 
 import (
 	"crypto/sha256"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,18 +28,14 @@ func apiKeyName(c echo.Context) string {
 // token's SHA-256 must be an enabled key's. Looking the digest up in a map
 // leaks nothing useful through timing: an attacker learns about the digest,
 // never the key. Refused calls are audited.
-func requireAPIKey(keys []APIKey, kind string, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
-	byHash := make(map[[32]byte]APIKey, len(keys))
-	for _, k := range keys {
-		byHash[k.SHA256] = k
-	}
+func (s *Server) requireAPIKey(kind string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if len(keys) == 0 {
+		if len(s.apiKeys) == 0 {
 			return next
 		}
 		return func(c echo.Context) error {
 			token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			k, known := byHash[sha256.Sum256([]byte(token))]
+			k, known := s.apiKeys[sha256.Sum256([]byte(token))]
 			if !ok || token == "" || !known || !k.Enabled {
 				reason := "missing_key"
 				switch {
@@ -50,8 +44,9 @@ func requireAPIKey(keys []APIKey, kind string, auditLog otp.AuditLog, log *slog.
 				case ok && token != "":
 					reason = "unknown_key"
 				}
-				record(c.Request().Context(), auditLog, log, m, otp.AuditEvent{ID: newID(), Time: time.Now().UTC(), Kind: kind,
-					Outcome: otp.EUnauthorized, Reason: reason, RequestID: requestID(c), ClientIP: clientIP(c), APIKey: k.Name})
+				ev := requestEvent(c, kind)
+				ev.Outcome, ev.Reason, ev.APIKey = otp.EUnauthorized, reason, k.Name
+				s.record(c.Request().Context(), ev)
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="smsgw"`)
 				return otp.Errorf(otp.EUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
 			}

@@ -2,18 +2,19 @@ package api_test
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
 
-	"smsgw/api"
+	"smsgw/internal/app"
 )
 
 func TestAPIKeys(t *testing.T) {
 	const live, old = "live-key-0123456789", "retired-key-0123456789"
-	s := newTestServer(t, serverOpts{apiKeys: []api.APIKey{
-		{Name: "web-signup", SHA256: sha256.Sum256([]byte(live)), Enabled: true},
-		{Name: "old-app", SHA256: sha256.Sum256([]byte(old)), Enabled: false},
+	digest := func(key string) string { sum := sha256.Sum256([]byte(key)); return hex.EncodeToString(sum[:]) }
+	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
+		c.API.Keys = []app.APIKey{{Name: "web-signup", SHA256: digest(live), Enabled: true}, {Name: "old-app", SHA256: digest(old)}}
 	}})
 	for _, tt := range []struct {
 		name, auth string

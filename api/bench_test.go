@@ -23,8 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/internal/app"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
@@ -182,31 +182,25 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 	})
 
-	// smsgw wired like serveHTTP in cmd/smsgw/run.go, with the defaults of
-	// config.toml and 127.0.0.0/8 trusted as a proxy.
-	// As config.toml ships, except that the pumping guard only shadows: every
-	// request texts a fresh number nobody verifies, which is what enforce
-	// mode exists to refuse. Shadow mode runs the same Redis script.
+	// smsgw built by the composition root from the defaults of config.toml
+	// (refusal cache on), with 127.0.0.0/8 trusted as a proxy, except that
+	// the pumping guard only shadows: every request texts a fresh number
+	// nobody verifies, which is what enforce mode exists to refuse. Shadow
+	// mode runs the same Redis script.
 	shadow := pumping.DefaultConfig()
 	shadow.Mode = pumping.ModeShadow
-	svc := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", LocalRefusals: 100000, Pumping: &shadow})
-	server := func(auditLog otp.AuditLog, reg *prometheus.Registry) http.Handler {
-		return api.NewServer(log, api.Config{
-			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
-			DefaultRegion:  "US",
-		}, api.Deps{Service: svc.Service, AuditLog: auditLog, AuditReader: audit.NewReader(pool), Outbox: svc.Outbox, Checks: []api.Check{
-			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-			{Name: "postgres", Check: pool.Ping},
-		}, Metrics: reg})
+	shipped := func(c *app.Config) {
+		c.Server.TrustedProxies = []string{"127.0.0.0/8", "::1/128"}
+		c.Limits.LocalRefusalCache = 100000
 	}
-	smsgwURL := startBenchServer(b, server(writer, reg))
+	smsgwURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: writer}).URL
 	// The same service answering before its audit row is durable, as before
 	// durable audit: what durability costs is the difference.
-	asyncURL := startBenchServer(b, server(asyncAudit{writer}, prometheus.NewRegistry()))
+	asyncURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: asyncAudit{writer}}).URL
 	// The same service with one durable row per send written after the
 	// provider call (as before a send's row was durable before its text):
 	// what writing it first costs is the difference.
-	afterURL := startBenchServer(b, server(afterText{writer}, prometheus.NewRegistry()))
+	afterURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: afterText{writer}}).URL
 	bareURL := startBenchServer(b, benchBareHandler(rdb, prefix+"bare:count"))
 
 	// Every fresh phone must be one the service accepts.

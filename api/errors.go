@@ -2,8 +2,8 @@ package api
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,12 +41,15 @@ func StatusOf(code string) int {
 
 // errorBody builds the one error envelope: {"error": {"code", "message", ...extra}}.
 func errorBody(e *otp.Error) map[string]any {
-	inner := make(map[string]any, 2+len(e.Fields))
+	inner := make(map[string]any, 3+len(e.Fields))
 	for k, v := range e.Fields {
 		inner[k] = v
 	}
 	inner["code"] = e.Code
 	inner["message"] = e.Message
+	if e.Code == otp.ERateLimited {
+		inner["retry_after"] = e.RetryAfter
+	}
 	return map[string]any{"error": inner}
 }
 
@@ -79,32 +82,34 @@ func asClientError(err error) *otp.Error {
 	return &otp.Error{Code: otp.EInternal, Message: "internal error", Err: err}
 }
 
-// errorHandler answers every error in the envelope. Internal errors and
-// failing dependencies are logged; client errors are not errors of ours.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
-	return func(err error, c echo.Context) {
-		if c.Response().Committed {
-			return
-		}
-		e := asClientError(err)
-		status := StatusOf(e.Code)
-		ctx := c.Request().Context()
-		attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", c.Path(), "code", e.Code}
-		switch {
-		case status == http.StatusInternalServerError:
-			log.ErrorContext(ctx, "internal error", append(attrs, "err", err)...)
-		case status >= 500:
-			log.WarnContext(ctx, "dependency failed", append(attrs, "err", err)...)
-		default:
-			log.DebugContext(ctx, "client error", attrs...)
-		}
-		if c.Request().Method == http.MethodHead {
-			err = c.NoContent(status)
-		} else {
-			err = c.JSON(status, errorBody(e))
-		}
-		if err != nil {
-			log.DebugContext(ctx, "write error response", "err", err)
-		}
+// answerError answers every error in the envelope, with Retry-After on a
+// rate_limited one. Internal errors and failing dependencies are logged;
+// client errors are not errors of ours.
+func (s *Server) answerError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := asClientError(err)
+	status := StatusOf(e.Code)
+	ctx := c.Request().Context()
+	attrs := []any{"method", c.Request().Method, "path", c.Path(), "code", e.Code}
+	switch {
+	case status == http.StatusInternalServerError:
+		s.log.ErrorContext(ctx, "internal error", append(attrs, "err", err)...)
+	case status >= 500:
+		s.log.WarnContext(ctx, "dependency failed", append(attrs, "err", err)...)
+	default:
+		s.log.DebugContext(ctx, "client error", attrs...)
+	}
+	if e.Code == otp.ERateLimited {
+		c.Response().Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
+	}
+	if c.Request().Method == http.MethodHead {
+		err = c.NoContent(status)
+	} else {
+		err = c.JSON(status, errorBody(e))
+	}
+	if err != nil {
+		s.log.DebugContext(ctx, "write error response", "err", err)
 	}
 }

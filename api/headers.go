@@ -10,8 +10,8 @@ import (
 )
 
 // setLimitHeaders writes the IETF httpapi RateLimit headers and their widely
-// used X-RateLimit-* forms for the decision's tightest window, plus
-// Retry-After on a refusal. Reset times are rounded up: a client that waits
+// used X-RateLimit-* forms for the decision's tightest window (a refusal's
+// Retry-After comes with its error). Reset times are rounded up: a client that waits
 // that long is never early.
 func setLimitHeaders(h http.Header, d otp.Decision) {
 	var policy strings.Builder
@@ -33,9 +33,6 @@ func setLimitHeaders(h http.Header, d otp.Decision) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(w.Rule.Max))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(time.Duration(d.Now.Add(w.Reset).UnixNano())), 10))
-	if !d.Allowed {
-		h.Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
-	}
 }
 
 func ceilSeconds(d time.Duration) int64 {

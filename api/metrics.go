@@ -6,7 +6,6 @@ type httpMetrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	outcomes  *prometheus.CounterVec
-	receipts  *prometheus.CounterVec
 	unaudited prometheus.Counter
 }
 
@@ -22,13 +21,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "smsgw_requests_total", Help: "Send and verify requests by outcome, as audited.",
 		}, []string{"kind", "outcome", "reason"}),
-		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "smsgw_delivery_receipts_total", Help: "Delivery receipts by status; forged and invalid ones too.",
-		}, []string{"status"}),
 	}
 	m.unaudited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "smsgw_requests_unanswered_total", Help: "Requests answered 503 (admin calls: dropped unanswered) because their audit row could not be made durable.",
 	})
-	reg.MustRegister(m.requests, m.duration, m.outcomes, m.receipts, m.unaudited)
+	reg.MustRegister(m.requests, m.duration, m.outcomes, m.unaudited)
 	return m
 }

@@ -9,18 +9,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+
+	"smsgw/otp"
 )
 
-const (
-	ctxRequestID = "smsgw.request_id"
-	ctxClientIP  = "smsgw.client_ip"
-)
+const ctxClientIP = "smsgw.client_ip"
 
 // requestID is the X-Request-ID this request is answered with.
-func requestID(c echo.Context) string {
-	id, _ := c.Get(ctxRequestID).(string)
-	return id
-}
+func requestID(c echo.Context) string { return otp.RequestID(c.Request().Context()) }
 
 // clientIP is the request's client address (see ClientIPs).
 func clientIP(c echo.Context) netip.Addr {
@@ -44,19 +40,19 @@ func validRequestID(s string) bool {
 }
 
 // withRequestContext gives every request its X-Request-ID (echoing a valid
-// incoming one) and its client address, before anything can fail.
-func withRequestContext(ips *ClientIPs) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			id := c.Request().Header.Get(echo.HeaderXRequestID)
-			if !validRequestID(id) {
-				id = newID()
-			}
-			c.Set(ctxRequestID, id)
-			c.Response().Header().Set(echo.HeaderXRequestID, id)
-			c.Set(ctxClientIP, ips.Resolve(c.Request()))
-			return next(c)
+// incoming one), in its context for every log line, and its client address,
+// before anything can fail.
+func (s *Server) withRequestContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		id := r.Header.Get(echo.HeaderXRequestID)
+		if !validRequestID(id) {
+			id = newID()
 		}
+		c.SetRequest(r.WithContext(otp.WithRequestID(r.Context(), id)))
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		c.Set(ctxClientIP, s.ips.Resolve(r))
+		return next(c)
 	}
 }
 
@@ -66,46 +62,41 @@ func newID() string {
 }
 
 // observe counts and times requests per route, and logs each at debug level.
-func observe(log *slog.Logger, m *httpMetrics) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			err := next(c)
-			if err != nil {
-				c.Error(err) // write the envelope now, so the status is known
-			}
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
-			}
-			status := c.Response().Status
-			elapsed := time.Since(start)
-			m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-			m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
-			if log.Enabled(c.Request().Context(), slog.LevelDebug) {
-				log.DebugContext(c.Request().Context(), "request",
-					"request_id", requestID(c), "method", c.Request().Method, "route", route,
-					"status", status, "duration", elapsed, "client_ip", clientIP(c))
-			}
-			return nil
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the envelope now, so the status is known
 		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		elapsed := time.Since(start)
+		s.m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		s.m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+		if ctx := c.Request().Context(); s.log.Enabled(ctx, slog.LevelDebug) {
+			s.log.DebugContext(ctx, "request", "method", c.Request().Method, "route", route,
+				"status", status, "duration", elapsed, "client_ip", clientIP(c))
+		}
+		return nil
 	}
 }
 
 // recoverPanics turns a panicking handler into a logged 500.
-func recoverPanics(log *slog.Logger) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					if r == http.ErrAbortHandler {
-						panic(r) // net/http drops the connection quietly
-					}
-					log.ErrorContext(c.Request().Context(), "panic in handler", "request_id", requestID(c), "panic", r)
-					err = echo.NewHTTPError(http.StatusInternalServerError)
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r) // net/http drops the connection quietly
 				}
-			}()
-			return next(c)
-		}
+				s.log.ErrorContext(c.Request().Context(), "panic in handler", "panic", r)
+				err = echo.NewHTTPError(http.StatusInternalServerError)
+			}
+		}()
+		return next(c)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -70,31 +69,29 @@ func pumpingUnavailable(err error) error {
 // handleAdminPumping lists (GET) what the pumping rules hold, or lifts
 // (DELETE ?rule=&subject=) one hold on every replica: the subject's counts
 // start afresh.
-func handleAdminPumping(p otp.PumpingAdmin, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		if c.Request().Method == http.MethodDelete {
-			rule, subject := c.QueryParam("rule"), plusFromQuery(c.QueryParam("subject"))
-			var err error
-			if rule == "" || subject == "" {
-				err = otp.Errorf(otp.EInvalidRequest, "rule and subject are required, as GET /v1/admin/pumping lists them")
-			} else if lerr := p.Lift(ctx, rule, subject); lerr != nil {
-				err = pumpingUnavailable(lerr)
-			}
-			auditAdmin(ctx, c, auditLog, log, m, "pumping.lift:"+rule+":"+subject, "", err)
-			if err != nil {
-				return err
-			}
+func (s *Server) handleAdminPumping(c echo.Context) error {
+	ctx := c.Request().Context()
+	if c.Request().Method == http.MethodDelete {
+		rule, subject := c.QueryParam("rule"), otp.PlusFromQuery(c.QueryParam("subject"))
+		var err error
+		if rule == "" || subject == "" {
+			err = otp.Errorf(otp.EInvalidRequest, "rule and subject are required, as GET /v1/admin/pumping lists them")
+		} else if lerr := s.Pumping.Lift(ctx, rule, subject); lerr != nil {
+			err = pumpingUnavailable(lerr)
 		}
-		v, err := pumpingView(ctx, p)
-		if c.Request().Method == http.MethodGet {
-			auditAdmin(ctx, c, auditLog, log, m, "pumping.list", "", err)
-		}
+		s.auditAdmin(c, "pumping.lift:"+rule+":"+subject, "", err)
 		if err != nil {
-			return pumpingUnavailable(err)
+			return err
 		}
-		return c.JSON(http.StatusOK, v)
 	}
+	v, err := pumpingView(ctx, s.Pumping)
+	if c.Request().Method == http.MethodGet {
+		s.auditAdmin(c, "pumping.list", "", err)
+	}
+	if err != nil {
+		return pumpingUnavailable(err)
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 // overrideRequest is POST /v1/admin/overrides's body. expires_in (seconds)
@@ -139,34 +136,32 @@ func decodeOverride(c echo.Context, now time.Time) (otp.Override, error) {
 // handleAdminOverrides lists (GET), sets (POST) or deletes (DELETE ?target=)
 // operators' overrides: allow exempts a number or range from the pumping
 // rules and the spend ceiling (never the windows); block refuses it.
-func handleAdminOverrides(p otp.PumpingAdmin, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		switch c.Request().Method {
-		case http.MethodPost:
-			o, err := decodeOverride(c, time.Now().UTC())
-			if err == nil {
-				err = p.SetOverride(ctx, o)
-			}
-			auditAdmin(ctx, c, auditLog, log, m, "override.set:"+string(o.Action)+":"+o.Target, "", err)
-			if err != nil {
-				return pumpingUnavailable(err)
-			}
-		case http.MethodDelete:
-			target := plusFromQuery(c.QueryParam("target"))
-			err := p.DeleteOverride(ctx, target)
-			auditAdmin(ctx, c, auditLog, log, m, "override.delete:"+target, "", err)
-			if err != nil {
-				return pumpingUnavailable(err)
-			}
+func (s *Server) handleAdminOverrides(c echo.Context) error {
+	ctx := c.Request().Context()
+	switch c.Request().Method {
+	case http.MethodPost:
+		o, err := decodeOverride(c, time.Now().UTC())
+		if err == nil {
+			err = s.Pumping.SetOverride(ctx, o)
 		}
-		list, err := p.ListOverrides(ctx)
-		if c.Request().Method == http.MethodGet {
-			auditAdmin(ctx, c, auditLog, log, m, "override.list", "", err)
-		}
+		s.auditAdmin(c, "override.set:"+string(o.Action)+":"+o.Target, "", err)
 		if err != nil {
 			return pumpingUnavailable(err)
 		}
-		return c.JSON(http.StatusOK, overridesJSON(list))
+	case http.MethodDelete:
+		target := otp.PlusFromQuery(c.QueryParam("target"))
+		err := s.Pumping.DeleteOverride(ctx, target)
+		s.auditAdmin(c, "override.delete:"+target, "", err)
+		if err != nil {
+			return pumpingUnavailable(err)
+		}
 	}
+	list, err := s.Pumping.ListOverrides(ctx)
+	if c.Request().Method == http.MethodGet {
+		s.auditAdmin(c, "override.list", "", err)
+	}
+	if err != nil {
+		return pumpingUnavailable(err)
+	}
+	return c.JSON(http.StatusOK, overridesJSON(list))
 }

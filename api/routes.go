@@ -1,41 +1,32 @@
 package api
 
 import (
-	"log/slog"
-
 	"github.com/labstack/echo/v4"
 
 	"smsgw/otp"
 )
 
-// addRoutes lists every route of the service.
-func addRoutes(e *echo.Echo, log *slog.Logger, cfg Config, d Deps, m *httpMetrics) {
-	e.POST("/v1/otp/send", handleSend(d.Service, d.AuditLog, log, m),
-		requireAPIKey(cfg.APIKeys, otp.KindSend, d.AuditLog, log, m))
-	e.POST("/v1/otp/verify", handleVerify(d.Service, d.AuditLog, log, m),
-		requireAPIKey(cfg.APIKeys, otp.KindVerify, d.AuditLog, log, m))
+// routes lists every route of the service.
+func (s *Server) routes() {
+	e := s.echo
+	e.POST("/v1/otp/send", s.handleSend, s.requireAPIKey(otp.KindSend))
+	e.POST("/v1/otp/verify", s.handleVerify, s.requireAPIKey(otp.KindVerify))
 
-	admin := e.Group("/v1/admin", requireAdmin(cfg.AdminToken, d.AuditLog, log, m))
-	admin.GET("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
-	admin.DELETE("/limits", handleAdminLimits(d.Service, cfg.MaxAttempts, d.AuditLog, log, m))
-	admin.GET("/audit", handleAdminAudit(d.AuditReader, cfg.DefaultRegion, d.AuditLog, log, m))
-	if d.Pumping != nil {
-		admin.GET("/pumping", handleAdminPumping(d.Pumping, d.AuditLog, log, m))
-		admin.DELETE("/pumping", handleAdminPumping(d.Pumping, d.AuditLog, log, m))
-		admin.GET("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
-		admin.POST("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
-		admin.DELETE("/overrides", handleAdminOverrides(d.Pumping, d.AuditLog, log, m))
-	}
+	admin := e.Group("/v1/admin", s.requireAdmin)
+	admin.GET("/limits", s.handleAdminLimits)
+	admin.DELETE("/limits", s.handleAdminLimits)
+	admin.GET("/audit", s.handleAdminAudit)
+	admin.GET("/pumping", s.handleAdminPumping)
+	admin.DELETE("/pumping", s.handleAdminPumping)
+	admin.GET("/overrides", s.handleAdminOverrides)
+	admin.POST("/overrides", s.handleAdminOverrides)
+	admin.DELETE("/overrides", s.handleAdminOverrides)
 
-	if cfg.Twilio != nil && d.Deliveries != nil {
-		e.POST("/v1/webhooks/twilio/status", handleTwilioStatus(*cfg.Twilio, d.Deliveries, log, m))
-	}
+	e.GET("/healthz", s.handleHealthz)
+	e.GET("/readyz", s.handleReadyz)
+	e.GET("/metrics", s.handleMetrics())
 
-	e.GET("/healthz", handleHealthz())
-	e.GET("/readyz", handleReadyz(d.Checks))
-	e.GET("/metrics", handleMetrics(d.Metrics))
-
-	if d.Outbox != nil {
-		e.GET("/v1/fake/messages", handleFakeMessages(d.Outbox, cfg.DefaultRegion))
+	for _, ep := range s.Endpoints {
+		e.Add(ep.Method, ep.Path, func(c echo.Context) error { return ep.Handle(c.Response(), c.Request()) })
 	}
 }

@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -53,68 +51,61 @@ func checkRegion(region string) error {
 	return nil
 }
 
-func handleSend(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		ev := requestEvent(c, otp.KindSend)
-		ticket := ev.ID
+func (s *Server) handleSend(c echo.Context) error {
+	ctx := c.Request().Context()
+	ev := requestEvent(c, otp.KindSend)
+	ticket := ev.ID
 
-		var req sendRequest
-		key, err := idempotencyKey(c.Request().Header)
-		if err == nil {
-			err = decodeJSON(c.Request(), &req)
-		}
-		if err == nil {
-			err = req.validate()
-		}
-		if err != nil {
-			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-			if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
-				return rerr
-			}
-			return err
-		}
-		if err := auditLog.Accepting(); err != nil {
-			return refuseUnaudited(ctx, auditLog, log, m, ev, err)
-		}
-
-		row := &sendRow{log: auditLog, ev: ev}
-		res, err := svc.Send(ctx, otp.SendRequest{
-			Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
-			ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
-		})
-		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
-		ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
-		setOutcome(&ev, err, otp.OutcomeSent)
-		if row.failed {
-			ev.Reason = otp.ReasonAudit
-		}
-		if row.durable {
-			// The row is durable as sending: its final outcome follows
-			// without the client waiting for it.
-			m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
-			auditLog.Finish(ev)
-		} else if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+	var req sendRequest
+	key, err := idempotencyKey(c.Request().Header)
+	if err == nil {
+		err = decodeJSON(c.Request(), &req)
+	}
+	if err == nil {
+		err = req.validate()
+	}
+	if err != nil {
+		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
+		if rerr := s.durable(ctx, ev); rerr != nil {
 			return rerr
 		}
-		if res.Limited {
-			setLimitHeaders(c.Response().Header(), res.Decision)
-		}
-		if e, ok := err.(*otp.Error); ok && e.Code == otp.ERateLimited && (!res.Limited || res.Decision.Allowed) {
-			// A pumping rule refused what the windows admitted: no window,
-			// but a known wait.
-			c.Response().Header().Set("Retry-After", strconv.FormatInt(e.Fields["retry_after"].(int64), 10))
-		}
-		if err != nil {
-			return err
-		}
-		if res.Replayed {
-			c.Response().Header().Set("Idempotent-Replayed", "true")
-		}
-		return c.JSON(http.StatusAccepted, sendResponse{
-			ID: res.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
-		})
+		return err
 	}
+	if err := s.AuditLog.Accepting(); err != nil {
+		return s.refuseUnaudited(ctx, ev, err)
+	}
+
+	row := &sendRow{log: s.AuditLog, ev: ev}
+	res, err := s.Service.Send(ctx, otp.SendRequest{
+		Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
+		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
+	})
+	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
+	setOutcome(&ev, err, otp.OutcomeSent)
+	if row.failed {
+		ev.Reason = otp.ReasonAudit
+	}
+	if row.durable {
+		// The row is durable as sending: its final outcome follows
+		// without the client waiting for it.
+		s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
+		s.AuditLog.Finish(ev)
+	} else if rerr := s.durable(ctx, ev); rerr != nil {
+		return rerr
+	}
+	if res.Limited {
+		setLimitHeaders(c.Response().Header(), res.Decision)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Replayed {
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+	}
+	return c.JSON(http.StatusAccepted, sendResponse{
+		ID: res.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
+	})
 }
 
 // idempotencyKey reads the optional Idempotency-Key header: 1 to 255
@@ -198,9 +189,9 @@ const auditTimeout = 5 * time.Second
 // refuseUnaudited answers 503 to a request that would text or consume
 // something while rows cannot be made durable. Its own row is kept by the
 // audit log, which writes it once it can.
-func refuseUnaudited(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent, cause error) error {
+func (s *Server) refuseUnaudited(ctx context.Context, ev otp.AuditEvent, cause error) error {
 	ev.Outcome, ev.Reason = otp.EUnavailable, otp.ReasonAudit
-	if err := durable(ctx, auditLog, log, m, ev); err != nil {
+	if err := s.durable(ctx, ev); err != nil {
 		return err
 	}
 	return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: cause}
@@ -210,14 +201,14 @@ func refuseUnaudited(ctx context.Context, auditLog otp.AuditLog, log *slog.Logge
 // answered. If it cannot be, the answer is 503 unavailable whatever the
 // request's outcome, so no client holds an answer the audit trail may not
 // show; the audit log keeps the row and writes it when it can.
-func durable(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) error {
-	m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
+func (s *Server) durable(ctx context.Context, ev otp.AuditEvent) error {
+	s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 	// The row must be taken even if the client has gone.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
-	if err := auditLog.Record(rctx, ev); err != nil {
-		log.ErrorContext(ctx, "audit row not durable: answering 503", "request_id", ev.RequestID, "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
-		m.unaudited.Inc()
+	if err := s.AuditLog.Record(rctx, ev); err != nil {
+		s.log.ErrorContext(ctx, "audit row not durable: answering 503", "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
+		s.m.unaudited.Inc()
 		return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: err}
 	}
 	return nil
@@ -225,8 +216,8 @@ func durable(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *ht
 
 // record is durable for admin calls, which drop the connection unanswered
 // rather than answer without a row.
-func record(ctx context.Context, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics, ev otp.AuditEvent) {
-	if err := durable(ctx, auditLog, log, m, ev); err != nil {
+func (s *Server) record(ctx context.Context, ev otp.AuditEvent) {
+	if err := s.durable(ctx, ev); err != nil {
 		panic(http.ErrAbortHandler)
 	}
 }

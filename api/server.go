@@ -1,8 +1,10 @@
-// Package api is smsgw's HTTP interface: Echo handlers over the otp domain,
-// the error envelope and the one table of error codes to statuses.
+// Package api is smsgw's HTTP interface: one Server whose methods are the
+// handlers over the otp domain, the error envelope and the one table of
+// error codes to statuses. It imports the domain and no adapter.
 package api
 
 import (
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -20,35 +22,53 @@ type Config struct {
 	// AdminToken enables the admin API; empty leaves it out (404).
 	AdminToken  string
 	MaxAttempts int
-	// Twilio, when set, takes Twilio's delivery receipts.
-	Twilio *TwilioWebhook
 	// APIKeys, when any, are required on send and verify.
 	APIKeys []APIKey
+	// CORSOrigins may call send and verify from a browser.
+	CORSOrigins []string
 }
 
-// Deps are what the handlers run on. Outbox is nil unless the fake provider
-// is in use; AuditReader and Deliveries are nil without Postgres (dev mode).
+// Deps are what the handlers run on. None is nil: a part that is missing
+// (no Postgres in dev mode) is a stand-in that says so in its errors.
 type Deps struct {
 	Service     *otp.Service
 	AuditLog    otp.AuditLog
 	AuditReader otp.AuditReader
-	Deliveries  otp.DeliveryLog
-	Pumping     otp.PumpingAdmin // nil when there is no pumping guard
-	Outbox      Outbox
+	Pumping     otp.PumpingAdmin
 	Checks      []Check
 	Metrics     *prometheus.Registry
+	// Endpoints are the adapters' own routes (a provider's delivery
+	// receipts, the fake outbox), mounted beside the service's.
+	Endpoints []otp.Endpoint
 }
 
-// NewServer returns the HTTP handler of smsgw with every route wired to the
-// dependencies it needs.
-func NewServer(log *slog.Logger, cfg Config, d Deps) http.Handler {
+// Server is the HTTP handler of smsgw; its methods are the handlers.
+type Server struct {
+	cfg Config
+	Deps
+	log        *slog.Logger
+	m          *httpMetrics
+	ips        *ClientIPs
+	adminToken [32]byte // SHA-256 of cfg.AdminToken
+	apiKeys    map[[32]byte]APIKey
+	echo       *echo.Echo
+}
+
+// NewServer returns the HTTP handler of smsgw with every route mounted.
+func NewServer(log *slog.Logger, cfg Config, d Deps) *Server {
+	s := &Server{cfg: cfg, Deps: d, log: log, m: newHTTPMetrics(d.Metrics), ips: NewClientIPs(cfg.TrustedProxies),
+		adminToken: sha256.Sum256([]byte(cfg.AdminToken)), apiKeys: make(map[[32]byte]APIKey, len(cfg.APIKeys))}
+	for _, k := range cfg.APIKeys {
+		s.apiKeys[k.SHA256] = k
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(log)
-	ips := NewClientIPs(cfg.TrustedProxies)
-	e.IPExtractor = func(r *http.Request) string { return ips.Resolve(r).String() }
-	m := newHTTPMetrics(d.Metrics)
-	e.Use(withRequestContext(ips), observe(log, m), recoverPanics(log))
-	addRoutes(e, log, cfg, d, m)
-	return e
+	e.HTTPErrorHandler = s.answerError
+	e.IPExtractor = func(r *http.Request) string { return s.ips.Resolve(r).String() }
+	e.Use(s.withRequestContext, s.observe, s.recoverPanics, cors(cfg.CORSOrigins))
+	s.echo = e
+	s.routes()
+	return s
 }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }

@@ -8,8 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/internal/app"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
@@ -36,36 +34,32 @@ type testServer struct {
 }
 
 type serverOpts struct {
-	rdb            *redis.Client // nil: the test Redis
-	prefix         string        // with rdb: its key prefix
-	trustedProxies []netip.Prefix
-	checks         []api.Check
-	adminToken     string
-	auditLog       otp.AuditLog    // nil: JSON lines into testServer.audit
-	auditReader    otp.AuditReader // nil: none (as in dev mode)
-	config         func(*otp.Config)
-	messages       func(*otp.MessageConfig)
-	twilio         *api.TwilioWebhook
-	deliveries     otp.DeliveryLog
-	apiKeys        []api.APIKey
+	rdb        *redis.Client // nil: the test Redis
+	prefix     string        // with rdb: its key prefix
+	adminToken string
+	auditLog   otp.AuditLog // nil: JSON lines into testServer.audit
+	// postgres, a database URL, keeps the audit trail there (auditLog is
+	// then unused).
+	postgres string
+	config   func(*app.Config)
+	log      *slog.Logger
 }
 
+// newTestServer runs the service, built by the composition root, on a free
+// loopback port.
 func newTestServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Prefix: o.prefix, Config: o.config, Messages: o.messages})
 	buf := &testenv.Buffer{}
 	auditLog := o.auditLog
 	if auditLog == nil {
 		auditLog = audit.NewJSONLines(buf)
 	}
-	h := api.NewServer(log, api.Config{TrustedProxies: o.trustedProxies, DefaultRegion: "US", AdminToken: o.adminToken, MaxAttempts: 5, Twilio: o.twilio, APIKeys: o.apiKeys},
-		api.Deps{Service: svc.Service, AuditLog: auditLog, AuditReader: o.auditReader, Deliveries: o.deliveries,
-			Outbox: svc.Outbox, Checks: o.checks, Metrics: prometheus.NewRegistry()})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, outbox: svc.Outbox, audit: buf, svc: svc}
+	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Prefix: o.prefix, Config: o.config, AdminToken: o.adminToken,
+		AuditLog: auditLog, Postgres: o.postgres, Log: o.log})
+	return &testServer{URL: svc.URL, outbox: svc.Outbox, audit: buf, svc: svc}
 }
+
+func trustLoopback(c *app.Config) { c.Server.TrustedProxies = []string{"127.0.0.0/8"} }
 
 type response = testenv.Response
 
@@ -362,7 +356,7 @@ func TestRequestIDs(t *testing.T) {
 }
 
 func TestClientIPFromTrustedProxy(t *testing.T) {
-	s := newTestServer(t, serverOpts{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	s := newTestServer(t, serverOpts{config: trustLoopback})
 	// Five sends from one client behind the proxy fill its minute; a spoofed
 	// left-most hop does not make it another client.
 	for i := 0; i < 5; i++ {
@@ -385,7 +379,7 @@ func TestClientIPFromTrustedProxy(t *testing.T) {
 }
 
 func TestConcurrentSendsForOnePhoneAdmitOne(t *testing.T) {
-	s := newTestServer(t, serverOpts{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	s := newTestServer(t, serverOpts{config: trustLoopback})
 	var accepted, limited atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -443,10 +437,26 @@ func TestFakeMessages(t *testing.T) {
 	}
 }
 
+// Every log line of a request names it, the domain's included.
+func TestLogLinesNameTheRequest(t *testing.T) {
+	logs := &testenv.Buffer{}
+	log := slog.New(otp.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	s := newTestServer(t, serverOpts{log: log})
+	send(t, s, `{"phone": "+14155552671"}`, map[string]string{"X-Request-ID": "trace-me-1"})
+	var seen []string
+	for _, line := range logs.JSONLines() {
+		if line["request_id"] == "trace-me-1" {
+			seen = append(seen, line["msg"].(string))
+		}
+	}
+	if !slices.Contains(seen, "request") {
+		t.Fatalf("lines of the request: %q; all: %s", seen, logs.String())
+	}
+}
+
 func TestHealthReadyMetrics(t *testing.T) {
-	ok := func(context.Context) error { return nil }
-	down := func(context.Context) error { return fmt.Errorf("connection refused") }
-	s := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: down}}})
+	// A Postgres nobody listens for: the service serves, spooling its audit rows.
+	s := newTestServer(t, serverOpts{postgres: "postgres://postgres@127.0.0.1:1/smsgw?sslmode=disable"})
 	if r := do(t, http.MethodGet, s.URL+"/healthz", "", nil, nil); r.Status != 200 {
 		t.Fatalf("healthz %d", r.Status)
 	}
@@ -457,7 +467,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if failed := r.ErrorField("failed").([]any); len(failed) != 1 || failed[0] != "postgres" {
 		t.Fatalf("failed = %v", failed)
 	}
-	s2 := newTestServer(t, serverOpts{checks: []api.Check{{Name: "redis", Check: ok}, {Name: "postgres", Check: ok}}})
+	s2 := newTestServer(t, serverOpts{postgres: testenv.MigratedDatabase(t)})
 	if r := do(t, http.MethodGet, s2.URL+"/readyz", "", nil, nil); r.Status != 200 {
 		t.Fatalf("readyz %d %s", r.Status, r.Raw)
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -30,42 +29,40 @@ type verifyResponse struct {
 	Phone  string `json:"phone"`
 }
 
-func handleVerify(svc *otp.Service, auditLog otp.AuditLog, log *slog.Logger, m *httpMetrics) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		ev := requestEvent(c, otp.KindVerify)
+func (s *Server) handleVerify(c echo.Context) error {
+	ctx := c.Request().Context()
+	ev := requestEvent(c, otp.KindVerify)
 
-		var req verifyRequest
-		err := decodeJSON(c.Request(), &req)
-		if err == nil {
-			err = req.validate()
-		}
-		if err != nil {
-			ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-			if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
-				return rerr
-			}
-			return err
-		}
-		if err := auditLog.Accepting(); err != nil {
-			// A verify consumes an attempt or the code: not without its row.
-			return refuseUnaudited(ctx, auditLog, log, m, ev, err)
-		}
-
-		res, err := svc.Verify(ctx, otp.VerifyRequest{
-			Ticket: ev.ID, Phone: req.Phone, Region: req.Region, Code: req.Code, ClientIP: ev.ClientIP,
-		})
-		ev.Phone, ev.Reason = res.Phone.E164, res.Reason
-		setOutcome(&ev, err, otp.OutcomeApproved)
-		if rerr := durable(ctx, auditLog, log, m, ev); rerr != nil {
+	var req verifyRequest
+	err := decodeJSON(c.Request(), &req)
+	if err == nil {
+		err = req.validate()
+	}
+	if err != nil {
+		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
+		if rerr := s.durable(ctx, ev); rerr != nil {
 			return rerr
 		}
-		if res.Limited {
-			setLimitHeaders(c.Response().Header(), res.Decision)
-		}
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, verifyResponse{Status: "approved", Phone: res.Phone.E164})
+		return err
 	}
+	if err := s.AuditLog.Accepting(); err != nil {
+		// A verify consumes an attempt or the code: not without its row.
+		return s.refuseUnaudited(ctx, ev, err)
+	}
+
+	res, err := s.Service.Verify(ctx, otp.VerifyRequest{
+		Ticket: ev.ID, Phone: req.Phone, Region: req.Region, Code: req.Code, ClientIP: ev.ClientIP,
+	})
+	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+	setOutcome(&ev, err, otp.OutcomeApproved)
+	if rerr := s.durable(ctx, ev); rerr != nil {
+		return rerr
+	}
+	if res.Limited {
+		setLimitHeaders(c.Response().Header(), res.Decision)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, verifyResponse{Status: "approved", Phone: res.Phone.E164})
 }

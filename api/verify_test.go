@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"smsgw/otp"
+	"smsgw/internal/app"
 	"strings"
 	"testing"
 )
@@ -102,9 +102,9 @@ func TestVerifyRateLimitedPerIP(t *testing.T) {
 }
 
 func TestLocaleAndWebOTPOverHTTP(t *testing.T) {
-	s := newTestServer(t, serverOpts{messages: func(m *otp.MessageConfig) {
-		m.Locales = map[string]string{"es": "Tu codigo es {{.Code}}"}
-		m.WebOTPDomain = "example.com"
+	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
+		c.OTP.Messages = map[string]string{"es": "Tu codigo es {{.Code}}"}
+		c.OTP.WebOTPDomain = "example.com"
 	}})
 	if r := send(t, s, `{"phone": "+14155552671", "locale": "es-MX"}`, nil); r.Status != 202 {
 		t.Fatalf("send: %d %s", r.Status, r.Raw)

@@ -68,10 +68,11 @@ func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
 	failures.Now = clock.Now
 	proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} // X-Forwarded-For picks the client
 	ips := api.NewClientIPs(proxies)
-	deps := api.Deps{Service: svc.Service, AuditLog: w, AuditReader: reader, Outbox: svc.Outbox, Metrics: reg}
+	deps := api.Deps{Service: svc.Service, AuditLog: w, AuditReader: reader, Pumping: svc.Guard, Metrics: reg,
+		Endpoints: []otp.Endpoint{svc.Outbox.Outbox("US")}}
 	var admin otp.PumpingAdmin
-	if svc.Guard != nil {
-		admin, deps.Pumping = svc.Guard, svc.Guard
+	if pump != nil {
+		admin = svc.Guard
 	}
 	apiHandler := api.NewServer(log, api.Config{TrustedProxies: proxies, DefaultRegion: "US", AdminToken: token, MaxAttempts: 5}, deps)
 	con := console.New(log, console.Options{AdminToken: token, DefaultRegion: "US", MaxAttempts: 5,

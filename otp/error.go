@@ -36,9 +36,13 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	// Fields are extra members of the error envelope, e.g. retry_after.
+	// Fields are extra members of the error envelope, e.g. scope.
 	Fields map[string]any
-	Err    error
+	// RetryAfter is, on a rate_limited error, the whole seconds until the
+	// same request would be admitted: the envelope's retry_after and the
+	// Retry-After header.
+	RetryAfter int64
+	Err        error
 }
 
 func (e *Error) Error() string {

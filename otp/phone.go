@@ -57,6 +57,29 @@ func ParsePhone(raw, region string) (Phone, error) {
 	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num}, nil
 }
 
+// PlusFromQuery undoes what an unencoded "+" becomes in a URL query (a
+// space), so "?phone=+14155552671" works as people type it.
+func PlusFromQuery(s string) string {
+	if strings.HasPrefix(s, " ") {
+		return "+" + strings.TrimLeft(s, " ")
+	}
+	return s
+}
+
+// ParseQueryPhone reads an optional phone from a URL query (?phone=) as
+// E.164, "" when absent, in any notation a send accepts.
+func ParseQueryPhone(raw, region string) (string, error) {
+	raw = PlusFromQuery(raw)
+	if raw == "" {
+		return "", nil
+	}
+	p, err := ParsePhone(raw, region)
+	if err != nil {
+		return "", err
+	}
+	return p.E164, nil
+}
+
 // ValidRegion reports whether s has the shape of an ISO 3166-1 alpha-2 code.
 // Whether the region exists is left to the parser: an unknown region only
 // matters for national notation, where it makes the number unparseable.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"smsgw/challenge"
+	"smsgw/internal/app"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
 	"smsgw/pumping"
@@ -25,7 +25,7 @@ func pumpingService(t *testing.T, edit func(*pumping.Config), o otptest.Options)
 	}
 	o.Pumping = &cfg
 	if o.Config == nil {
-		o.Config = func(c *otp.Config) {
+		o.Config = func(c *app.Config) {
 			c.TestNumbers = []otp.TestNumber{{Phone: "+14155550100", Code: "246810"}}
 		}
 	}
@@ -142,8 +142,10 @@ func TestChallengeInsteadOfRefusal(t *testing.T) {
 		fmt.Fprintf(w, `{"success": %v}`, r.PostForm.Get("response") == "human")
 	}))
 	t.Cleanup(vendor.Close)
-	v := challenge.New(challenge.Config{Provider: "hcaptcha", SiteKey: "site", Secret: "secret-key", VerifyURL: vendor.URL, Timeout: 5 * time.Second}, nil, nil)
-	s := pumpingService(t, nil, otptest.Options{Challenge: v})
+	s := pumpingService(t, nil, otptest.Options{ChallengeSecret: "secret-key", Config: func(c *app.Config) {
+		ch := &c.Pumping.Challenge
+		ch.Provider, ch.SiteKey, ch.VerifyURL, ch.Timeout.Duration = "hcaptcha", "site", vendor.URL, 5*time.Second
+	}})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := s.Send(ctx, sendReq(fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))); err != nil {

@@ -118,7 +118,8 @@ func pumpingRefused(r PumpingRefusal) *Error {
 		Code:    ERateLimited,
 		Message: msg,
 		Fields: map[string]any{"scope": r.Scope, "rule": r.Rule, "window": WindowLabel(r.Window),
-			"limit": r.Limit, "retry_after": secs},
+			"limit": r.Limit},
+		RetryAfter: secs,
 	}
 }
 

@@ -20,11 +20,11 @@ func RateLimitedError(dec Decision) *Error {
 		Message: fmt.Sprintf("too many requests for this %s: at most %d per %s; retry in %d s",
 			w.Scope, w.Rule.Max, w.Rule.Label(), dec.RetryAfterSeconds()),
 		Fields: map[string]any{
-			"scope":       w.Scope,
-			"window":      w.Rule.Label(),
-			"limit":       w.Rule.Max,
-			"retry_after": dec.RetryAfterSeconds(),
+			"scope":  w.Scope,
+			"window": w.Rule.Label(),
+			"limit":  w.Rule.Max,
 		},
+		RetryAfter: dec.RetryAfterSeconds(),
 	}
 }
 

@@ -78,7 +78,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, nil
 	}
 
-	if req.IdempotencyKey != "" && s.Idempotency != nil {
+	if req.IdempotencyKey != "" {
 		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
 		prior, cerr := s.claim(ctx, scope, req.Ticket)
 		if cerr != nil {
@@ -149,7 +149,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		}
 		res.Receipt.Provider = se.Provider
 		res.Reason = se.Reason
-		if se.NotSent {
+		if se.NotSent() {
 			giveBack()
 			if issued.isNew {
 				// Nobody has this code: do not leave it pending.

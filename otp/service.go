@@ -31,7 +31,8 @@ type Config struct {
 	TestNumbers []TestNumber
 }
 
-// Deps are the parts the flows run on.
+// Deps are the parts the flows run on. Every one is required: a part that
+// is turned off is a no-op implementation, never nil.
 type Deps struct {
 	Limiter     Limiter
 	Sender      Sender

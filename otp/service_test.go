@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/app"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
 	"smsgw/sender"
@@ -21,6 +22,15 @@ import (
 )
 
 var ticketN atomic.Int64
+
+// windows are config entries for rules.
+func windows(rules ...otp.Rule) []app.LimitRule {
+	out := make([]app.LimitRule, len(rules))
+	for i, r := range rules {
+		out[i] = app.LimitRule{Window: app.Duration{Duration: r.Window}, Max: r.Max}
+	}
+	return out
+}
 
 func ticket() string { return fmt.Sprintf("svc-test-%d", ticketN.Add(1)) }
 
@@ -112,7 +122,7 @@ func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
 	if e.Fields["scope"] != "phone" || e.Fields["window"] != "1m" || e.Fields["limit"] != 1 {
 		t.Fatalf("fields %v", e.Fields)
 	}
-	if ra := e.Fields["retry_after"].(int64); ra < 59 || ra > 60 {
+	if ra := e.RetryAfter; ra < 59 || ra > 60 {
 		t.Fatalf("retry_after = %d, want 59 or 60", ra)
 	}
 }
@@ -140,7 +150,7 @@ func TestRefusedTextGivesQuotaBackAndLeavesNoCode(t *testing.T) {
 type unsure struct{}
 
 func (unsure) Send(context.Context, string, string) (string, error) {
-	return "", &otp.SendError{NotSent: false, Reason: "timeout", Err: context.DeadlineExceeded}
+	return "", &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "timeout", Err: context.DeadlineExceeded}
 }
 
 func TestUnknownOutcomeKeepsQuotaAndDoesNotFailOver(t *testing.T) {
@@ -308,9 +318,9 @@ func wrongCode(right string) string {
 }
 
 func TestResendKeepsCodeAndAttempts(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
-		c.PhoneRules = []otp.Rule{{Window: time.Minute, Max: 10}}
-		c.CodeTTL = 2 * time.Second
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+		c.Limits.Phone = windows(otp.Rule{Window: time.Minute, Max: 10})
+		c.OTP.TTL.Duration = 2 * time.Second
 	}})
 	ctx := context.Background()
 	const phone = "+14155552671"
@@ -345,7 +355,7 @@ func TestResendKeepsCodeAndAttempts(t *testing.T) {
 }
 
 func TestCodeExpires(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.CodeTTL = time.Second }})
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.OTP.TTL.Duration = time.Second }})
 	ctx := context.Background()
 	const phone = "+14155552671"
 	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.70")); err != nil {
@@ -416,8 +426,8 @@ func TestRacingWrongGuessesGetExactlyMaxAttempts(t *testing.T) {
 }
 
 func TestVerifyLimitPerIP(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
-		c.VerifyIPRules = []otp.Rule{{Window: time.Minute, Max: 3}}
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+		c.Limits.VerifyIP = windows(otp.Rule{Window: time.Minute, Max: 3})
 	}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
@@ -439,7 +449,7 @@ func TestVerifyLimitPerIP(t *testing.T) {
 // TestNoCodeInClear sends, resends and verifies, then scans every Redis key
 // and value the service wrote for the code, in its digits and in the text.
 func TestNoCodeInClear(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules, c.IPRules = nil, nil }})
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
 	ctx := context.Background()
 	var codes []string
 	for i := 0; i < 5; i++ {
@@ -485,7 +495,7 @@ func TestNoCodeInClear(t *testing.T) {
 // pending code can be neither opened nor matched; a resend texts a new code
 // in its place and keeps the attempt count.
 func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
-	before := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules = nil }})
+	before := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	ctx := context.Background()
 	const phone = "+14155552671"
 	if _, err := before.Send(ctx, sendReq(phone, "198.51.100.110")); err != nil {
@@ -495,7 +505,7 @@ func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
 	before.Verify(ctx, verifyReq(phone, wrongCode(old), "198.51.100.110"))
 
 	after := otptest.New(t, otptest.Options{Redis: before.Redis, Prefix: before.Prefix, Secret: strings.Repeat("r", 40),
-		Config: func(c *otp.Config) { c.PhoneRules = nil }})
+		Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	if _, err := after.Send(ctx, sendReq(phone, "198.51.100.111")); err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +526,7 @@ func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
 }
 
 func TestIdempotentSends(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules = nil }})
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	ctx := context.Background()
 	req := func(key, phone string) otp.SendRequest {
 		r := sendReq(phone, "198.51.100.120")
@@ -554,7 +564,7 @@ func TestIdempotentSends(t *testing.T) {
 // TestRacingIdempotentSendsTextOnce: 50 requests with one key at once get one
 // text and the same answer.
 func TestRacingIdempotentSendsTextOnce(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.PhoneRules, c.IPRules = nil, nil }})
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	ids := make(chan string, 50)
@@ -608,7 +618,9 @@ func TestPhonePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) { c.Policy = tt.policy }})
+			s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+				c.Phone.AllowedTypes, c.Phone.AllowedCountries, c.Phone.DeniedCountries = tt.policy.AllowedTypes, tt.policy.AllowedCountries, tt.policy.DeniedCountries
+			}})
 			ctx := context.Background()
 			res, err := s.Send(ctx, sendReq(tt.phone, "198.51.100.130"))
 			if tt.reason == "" {
@@ -632,16 +644,16 @@ func TestPhonePolicy(t *testing.T) {
 func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 	tests := []struct {
 		name   string
-		config func(*otp.Config)
+		config func(*app.Config)
 		phones []string // each from its own IP; the last is refused
 		scope  string
 	}{
-		{"country", func(c *otp.Config) { c.CountryRules = []otp.Rule{{Window: time.Minute, Max: 2}} },
+		{"country", func(c *app.Config) { c.Limits.Country = windows(otp.Rule{Window: time.Minute, Max: 2}) },
 			[]string{"+447400123456", "+447400123457", "+447400123458"}, "country"},
-		{"prefix", func(c *otp.Config) {
-			c.PrefixRules = []otp.PrefixRules{{Digits: 7, Rules: []otp.Rule{{Window: time.Minute, Max: 2}}}}
+		{"prefix", func(c *app.Config) {
+			c.Limits.Prefix = []app.LimitRule{{Digits: 7, Window: app.Duration{Duration: time.Minute}, Max: 2}}
 		}, []string{"+447400123456", "+447400199999", "+447400100000"}, "prefix"},
-		{"global", func(c *otp.Config) { c.GlobalRules = []otp.Rule{{Window: time.Minute, Max: 2}} },
+		{"global", func(c *app.Config) { c.Limits.Global = windows(otp.Rule{Window: time.Minute, Max: 2}) },
 			[]string{"+447400123456", "+14155552671", "+4915123456789"}, "global"},
 	}
 	for _, tt := range tests {
@@ -664,9 +676,9 @@ func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 		})
 	}
 	// Another country and another range are other subjects.
-	s := otptest.New(t, otptest.Options{Config: func(c *otp.Config) {
-		c.CountryRules = []otp.Rule{{Window: time.Minute, Max: 1}}
-		c.PrefixRules = []otp.PrefixRules{{Digits: 5, Rules: []otp.Rule{{Window: time.Minute, Max: 1}}}}
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+		c.Limits.Country = windows(otp.Rule{Window: time.Minute, Max: 1})
+		c.Limits.Prefix = []app.LimitRule{{Digits: 5, Window: app.Duration{Duration: time.Minute}, Max: 1}}
 	}})
 	for i, p := range []string{"+447400123456", "+14155552671", "+4915123456789"} {
 		if _, err := s.Send(context.Background(), sendReq(p, fmt.Sprintf("198.51.100.%d", 150+i))); err != nil {

@@ -18,9 +18,8 @@ import (
 	"smsgw/otp"
 )
 
-// Provider is one SMS gateway. An error that certainly means "nothing was
-// sent" must be an *otp.SendError with NotSent set; any other error is an
-// unknown outcome.
+// Provider is one SMS gateway. Its errors are *otp.SendError whose Failure
+// says what happened; any other error is an unknown outcome.
 type Provider interface {
 	Send(ctx context.Context, to, body string) (messageID string, err error)
 }
@@ -85,7 +84,7 @@ func NewRouter(providers []Named, o Options) (*Router, error) {
 			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= o.BreakerFailures },
 			// A number the provider will not text says nothing about the
 			// provider's health; only its own failures count.
-			IsSuccessful:  func(err error) bool { return err == nil || numberProblem(err) },
+			IsSuccessful:  func(err error) bool { return err == nil || !asSendError(p.Name, err).Failure.AgainstProvider() },
 			OnStateChange: func(name string, _, to gobreaker.State) { r.m.breaker.WithLabelValues(name).Set(float64(to)) },
 		})
 		r.m.breaker.WithLabelValues(p.Name).Set(0)
@@ -116,19 +115,6 @@ func (r *Router) Providers() []string {
 	return out
 }
 
-// numberProblem reports a refusal about the number, not the provider.
-func numberProblem(err error) bool {
-	var se *otp.SendError
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Reason {
-	case "invalid_number", "not_mobile", "unsubscribed", "region_not_enabled", "unreachable", "refused":
-		return true
-	}
-	return false
-}
-
 // Send hands the text to the first provider on the number's route that takes
 // it.
 func (r *Router) Send(ctx context.Context, to otp.Phone, body string) (otp.Receipt, error) {
@@ -144,6 +130,11 @@ func (r *Router) Send(ctx context.Context, to otp.Phone, body string) (otp.Recei
 		id, err := rt.breaker.Execute(func() (string, error) { return rt.provider.Send(ctx, to.E164, body) })
 		if err == nil {
 			r.m.observe(rt.name, "sent", time.Since(start))
+			if !otp.ValidMessageID(id) {
+				// The text went out; its id is the provider's say, but not
+				// one that gets into the audit trail as sent.
+				id = otp.CleanProviderText(id, otp.MaxMessageID)
+			}
 			return otp.Receipt{Provider: rt.name, MessageID: id}, nil
 		}
 		se := asSendError(rt.name, err)
@@ -153,7 +144,7 @@ func (r *Router) Send(ctx context.Context, to otp.Phone, body string) (otp.Recei
 			r.m.observe(rt.name, resultOf(se), time.Since(start))
 		}
 		last = se
-		if !se.NotSent || se.Reason == "unsubscribed" {
+		if !se.Failure.FailOver() {
 			return otp.Receipt{}, se
 		}
 	}
@@ -162,7 +153,7 @@ func (r *Router) Send(ctx context.Context, to otp.Phone, body string) (otp.Recei
 
 func asSendError(provider string, err error) *otp.SendError {
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return &otp.SendError{Provider: provider, NotSent: true, Reason: "breaker_open", Err: err}
+		return &otp.SendError{Provider: provider, Failure: otp.ProviderDown, Reason: "breaker_open", Err: err}
 	}
 	var se *otp.SendError
 	if errors.As(err, &se) {
@@ -174,7 +165,7 @@ func asSendError(provider string, err error) *otp.SendError {
 }
 
 func resultOf(se *otp.SendError) string {
-	if se.NotSent {
+	if se.NotSent() {
 		return "not_sent:" + se.Reason
 	}
 	return "unknown:" + se.Reason

@@ -3,10 +3,12 @@ package sender_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,6 +20,7 @@ import (
 // scripted answers every Send with err, after delay.
 type scripted struct {
 	err   error
+	id    string // answered on success; default SCRIPTED1
 	delay time.Duration
 	calls atomic.Int64
 }
@@ -34,15 +37,18 @@ func (s *scripted) Send(ctx context.Context, _, _ string) (string, error) {
 	if s.err != nil {
 		return "", s.err
 	}
+	if s.id != "" {
+		return s.id, nil
+	}
 	return "SCRIPTED1", nil
 }
 
-func refusing(reason string) *scripted {
-	return &scripted{err: &otp.SendError{NotSent: true, Reason: reason, Err: errors.New(reason)}}
+func refusing(f otp.Failure, reason string) *scripted {
+	return &scripted{err: &otp.SendError{Failure: f, Reason: reason, Err: errors.New(reason)}}
 }
 
 func failing() *scripted {
-	return &scripted{err: &otp.SendError{NotSent: true, Reason: "provider_5xx", Err: errors.New("503")}}
+	return &scripted{err: &otp.SendError{Failure: otp.ProviderDown, Reason: "provider_5xx", Err: errors.New("503")}}
 }
 
 func unsure() *scripted {
@@ -76,10 +82,15 @@ func TestFailover(t *testing.T) {
 		wantBackup   int // texts the backup took
 	}{
 		{"a failing provider fails over", failing(), "backup", false, 1},
-		{"a refused number fails over", refusing("region_not_enabled"), "backup", false, 1},
+		{"a refused number fails over", refusing(otp.NumberProblem, "region_not_enabled"), "backup", false, 1},
+		{"a refused text fails over", refusing(otp.ProviderRefused, "refused"), "backup", false, 1},
 		{"an unknown outcome does not fail over", unsure(), "primary", true, 0},
 		{"a bare error is an unknown outcome", &scripted{err: errors.New("boom")}, "primary", true, 0},
-		{"STOP is respected everywhere", refusing("unsubscribed"), "primary", true, 0},
+		{"STOP is respected everywhere", refusing(otp.OptedOut, "unsubscribed"), "primary", true, 0},
+		// The type decides, not the words: a provider that spells STOP its
+		// own way is still never failed over from.
+		{"STOP spelled otherwise", refusing(otp.OptedOut, "recipient_opted_out"), "primary", true, 0},
+		{"a number problem spelled unsubscribed", refusing(otp.NumberProblem, "unsubscribed"), "backup", false, 1},
 		{"a slow provider times out, outcome unknown", &scripted{delay: time.Second}, "primary", true, 0},
 	}
 	for _, tt := range tests {
@@ -106,12 +117,30 @@ func TestFailover(t *testing.T) {
 	}
 }
 
+// A provider's message id reaches the audit trail only as text Postgres and
+// logs take: no NUL, control or bidi characters, valid UTF-8, bounded.
+func TestHostileMessageIDsAreCleaned(t *testing.T) {
+	for _, id := range []string{"SM\x00DROP", "id\xff\xfe", "\x1b[2J", "\u202eevil", strings.Repeat("x", 10_000)} {
+		t.Run(strconv.Quote(id[:min(len(id), 8)]), func(t *testing.T) {
+			r := router(t, sender.Options{}, sender.Named{Name: "odd", Provider: &scripted{id: id}})
+			rec, err := r.Send(context.Background(), phone(t, "+14155552671"), "hi")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rec.MessageID
+			if !utf8.ValidString(got) || strings.ContainsAny(got, "\x00\x1b\u202e") || len(got) > otp.MaxMessageID {
+				t.Fatalf("message id %q", got)
+			}
+		})
+	}
+}
+
 func TestAllRefuse(t *testing.T) {
-	a, b := refusing("refused"), failing()
+	a, b := refusing(otp.ProviderRefused, "refused"), failing()
 	_, err := router(t, sender.Options{}, sender.Named{Name: "a", Provider: a}, sender.Named{Name: "b", Provider: b}).
 		Send(context.Background(), phone(t, "+14155552671"), "hi")
 	var se *otp.SendError
-	if !errors.As(err, &se) || !se.NotSent || se.Provider != "b" || se.Reason != "provider_5xx" {
+	if !errors.As(err, &se) || !se.NotSent() || se.Provider != "b" || se.Reason != "provider_5xx" {
 		t.Fatalf("err = %#v: want the last refusal, not sent", err)
 	}
 	if a.calls.Load() != 1 || b.calls.Load() != 1 {
@@ -143,7 +172,7 @@ func TestBreakerOpensOnProviderFailuresOnly(t *testing.T) {
 	}
 
 	// Number problems never open the breaker.
-	picky := refusing("invalid_number")
+	picky := refusing(otp.NumberProblem, "invalid_number")
 	r = router(t, sender.Options{BreakerFailures: 2}, sender.Named{Name: "picky", Provider: picky})
 	for i := 0; i < 5; i++ {
 		r.Send(context.Background(), phone(t, "+14155552671"), "hi")

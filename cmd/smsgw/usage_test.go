@@ -7,6 +7,8 @@ import (
 	"testing"
 )
 
+func noEnv(string) string { return "" }
+
 func TestUsage(t *testing.T) {
 	tests := []struct {
 		args    []string

@@ -1,22 +1,20 @@
-// Package otptest builds a real otp.Service for tests: real Redis limiter and
-// code store, the fake provider, the SPEC's default limits.
+// Package otptest runs the real service for tests, built by the composition
+// root (internal/app) from the shipped defaults: real Redis limiter and code
+// store, the fake provider.
 package otptest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"smsgw/internal/redisbatch"
+	"smsgw/internal/app"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/redisstore"
 	"smsgw/pumping"
-	"smsgw/ratelimit"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 )
@@ -24,58 +22,55 @@ import (
 // Secret is the SMSGW_SECRET of test services.
 const Secret = "test-secret-0123456789abcdefghijklmnop"
 
-// DefaultConfig is the SPEC's defaults.
-func DefaultConfig() otp.Config {
-	return otp.Config{
-		DefaultRegion: "US",
-		IPv6Prefix:    64,
-		IPRules:       []otp.Rule{{Window: time.Minute, Max: 5}, {Window: 10 * time.Minute, Max: 30}, {Window: time.Hour, Max: 50}},
-		PhoneRules:    []otp.Rule{{Window: time.Minute, Max: 1}, {Window: 10 * time.Minute, Max: 5}, {Window: time.Hour, Max: 10}},
-		VerifyIPRules: []otp.Rule{{Window: time.Minute, Max: 20}, {Window: time.Hour, Max: 200}},
-		CodeLength:    6,
-		CodeTTL:       10 * time.Minute,
-		MaxAttempts:   5,
-		SendTimeout:   time.Second,
-		Policy:        otp.PhonePolicy{AllowedTypes: []string{"mobile", "fixed_line_or_mobile"}},
-	}
-}
-
-// DefaultMessage is the default text template of test services.
-const DefaultMessage = "Your verification code is {{.Code}}. It expires in {{.TTLMinutes}} minutes."
-
 // FailPrefix is refused by the fake provider of test services.
 const FailPrefix = "+1201"
 
 // Options change a test service. Zero values keep the defaults.
 type Options struct {
-	Config    func(*otp.Config)
-	Messages  func(*otp.MessageConfig)
-	Providers []sender.Named // default: the fake provider returned
+	// Config changes the shipped defaults (config.toml). Before it runs, test
+	// services differ from them in: a 1 s sender.timeout, a 10 s
+	// redis.timeout (tests are about decisions, not Redis deadlines: a loaded
+	// -race run must not turn a slow call into a 503), FailPrefix refused by the
+	// fake provider, no refusal cache and the pumping rules off (each test
+	// turns on what it tests), and listening on a free loopback port.
+	Config func(*app.Config)
+	// Pumping, when set, turns the pumping rules on with this configuration.
+	Pumping   *pumping.Config
+	Providers []sender.Named // default: the configured fake provider
 	Redis     *redis.Client  // default: the test Redis under a fresh prefix
 	Prefix    string         // with Redis: the key prefix (default "x:")
 	Secret    string         // default: Secret
-	// LocalRefusals sizes the limiter's refusal cache, kept in step over
-	// pub/sub as in the service (0: no cache).
-	LocalRefusals int
-	// Pumping, when set, runs a pumping guard.
-	Pumping *pumping.Config
-	// Challenge, when set, asks for a bot challenge instead of a pumping
-	// refusal.
-	Challenge otp.ChallengeVerifier
+	// ChallengeSecret is SMSGW_CHALLENGE_SECRET, for [pumping.challenge].
+	ChallengeSecret string
+	// AuditLog takes the audit rows; default: discarded.
+	AuditLog otp.AuditLog
+	// Postgres, a database URL, puts the audit trail there as the service
+	// does (writer, spool, reader, receipts); AuditLog is then unused.
+	Postgres   string
+	AdminToken string
+	Log        *slog.Logger // default: discarded
 }
 
-// Service is a test service and the parts a test looks into.
+// Service is a running test service and the parts a test looks into.
 type Service struct {
 	*otp.Service
+	App    *app.App
+	URL    string // http://host:port of its HTTP API
 	Outbox *fake.Provider
+	Guard  *pumping.Guard
 	Redis  *redis.Client
 	Prefix string
-	// Guard is the pumping guard, when Options.Pumping asked for one.
-	Guard *pumping.Guard
 }
 
-// New builds a service on the test Redis (skipped or failed, per testenv,
-// when there is none).
+// discard is an audit log that keeps nothing.
+type discard struct{}
+
+func (discard) Record(context.Context, otp.AuditEvent) error { return nil }
+func (discard) Finish(otp.AuditEvent)                        {}
+func (discard) Accepting() error                             { return nil }
+
+// New builds and runs a service on the test Redis (skipped or failed, per
+// testenv, when there is none); it stops when the test ends.
 func New(t testing.TB, o Options) Service {
 	t.Helper()
 	rdb, prefix := o.Redis, o.Prefix
@@ -88,74 +83,55 @@ func New(t testing.TB, o Options) Service {
 	if secret == "" {
 		secret = Secret
 	}
-	cfg := DefaultConfig()
-	if o.Config != nil {
-		o.Config(&cfg)
-	}
-	mc := otp.MessageConfig{Default: DefaultMessage, TTL: cfg.CodeTTL}
-	if o.Messages != nil {
-		o.Messages(&mc)
-	}
-	msgs, err := otp.NewMessages(mc, cfg.CodeLength)
+	cfg, err := app.LoadConfig("", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := otp.NewSecrets(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box := fake.New(10000, []string{FailPrefix}, nil)
-	providers := o.Providers
-	if providers == nil {
-		providers = []sender.Named{{Name: "fake", Provider: box}}
-	}
-	router, err := sender.NewRouter(providers, sender.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Tests are about decisions, not Redis deadlines: a loaded machine
-	// running -race must not turn a slow call into a 503.
-	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
-	limiter := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts, LocalRefusals: o.LocalRefusals})
-	if o.LocalRefusals > 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { limiter.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-	}
-	var guard *pumping.Guard
+	cfg.Server.Listen = "127.0.0.1:0"
+	cfg.Redis.KeyPrefix = prefix
+	cfg.Redis.Timeout.Duration = 10 * time.Second
+	cfg.Sender.Timeout.Duration = time.Second
+	cfg.Sender.Fake.FailPrefixes = []string{FailPrefix}
+	cfg.Limits.LocalRefusalCache = 0
+	cfg.Pumping.Mode = pumping.ModeOff
+	cfg.Audit.SpoolDir = t.TempDir()
 	if o.Pumping != nil {
-		guard = pumping.New(rdb, prefix, *o.Pumping, pumping.Options{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = guard.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
+		SetPumping(cfg, *o.Pumping)
 	}
-	svc := otp.NewService(cfg, otp.Deps{
-		Limiter:     limiter,
-		Pumping:     pumpingDep(guard),
-		Overrides:   overridesDep(guard),
-		Challenge:   o.Challenge,
-		Sender:      router,
-		Codes:       redisstore.New(rdb, prefix, scripts),
-		Idempotency: redisstore.NewIdempotency(rdb, prefix),
-		Secrets:     keys,
-		Messages:    msgs,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	return Service{Service: svc, Outbox: box, Redis: rdb, Prefix: prefix, Guard: guard}
+	if o.Config != nil {
+		o.Config(cfg)
+	}
+	auditLog := o.AuditLog
+	if auditLog == nil {
+		auditLog = discard{}
+	}
+	if o.Postgres != "" {
+		cfg.Postgres.URL, auditLog = o.Postgres, nil
+	}
+	a, err := app.New(context.Background(), cfg,
+		app.Secrets{Code: secret, AdminToken: o.AdminToken, Challenge: o.ChallengeSecret},
+		app.Deps{Redis: rdb, AuditLog: auditLog, Providers: o.Providers, Log: o.Log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("service: %v", err)
+		}
+		a.Close()
+	})
+	return Service{Service: a.Service, App: a, URL: "http://" + a.Addr(), Outbox: a.Outbox, Guard: a.Guard,
+		Redis: rdb, Prefix: prefix}
 }
 
-// pumpingDep keeps a nil *pumping.Guard from becoming a non-nil interface.
-func pumpingDep(g *pumping.Guard) otp.PumpingGuard {
-	if g == nil {
-		return nil
-	}
-	return g
-}
-
-func overridesDep(g *pumping.Guard) otp.Overrides {
-	if g == nil {
-		return nil
-	}
-	return g
+// SetPumping writes p into cfg's [pumping] keys.
+func SetPumping(cfg *app.Config, p pumping.Config) {
+	c := &cfg.Pumping
+	c.Mode, c.Window.Duration, c.Floors, c.Ratio, c.HourFactor = p.Mode, p.Window, p.Floors, p.Ratio, p.HourFactor
+	c.Grace.Duration, c.HoldFor.Duration = p.Grace, p.HoldFor
+	c.Spend.Prices, c.Spend.DefaultPrice, c.Spend.Hour, c.Spend.Day = p.Spend.Prices, p.Spend.Default, p.Spend.Hour, p.Spend.Day
 }

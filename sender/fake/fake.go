@@ -4,7 +4,9 @@ package fake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,11 +50,11 @@ func New(capacity int, failPrefixes []string, onSend func(Message)) *Provider {
 // it cannot reach: nothing sent.
 func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", &otp.SendError{NotSent: true, Reason: "canceled", Err: err}
+		return "", &otp.SendError{Failure: otp.ProviderDown, Reason: "canceled", Err: err}
 	}
 	for _, prefix := range p.failPrefixes {
 		if strings.HasPrefix(to, prefix) {
-			return "", &otp.SendError{NotSent: true, Reason: "refused", Err: errors.New("fake provider refuses " + prefix + "*")}
+			return "", &otp.SendError{Failure: otp.NumberProblem, Reason: "refused", Err: errors.New("fake provider refuses " + prefix + "*")}
 		}
 	}
 	p.mu.Lock()
@@ -88,4 +90,21 @@ func (p *Provider) Messages(phone string) []Message {
 	}
 	appendFrom(p.ring[:p.next])
 	return out
+}
+
+// OutboxPath is where the kept texts are listed.
+const OutboxPath = "/v1/fake/messages"
+
+// Outbox is the endpoint listing the kept texts, oldest first. A phone in
+// the query is read like a send's (in region's national notation too), and a
+// "+" that arrived as a space (an unencoded query) works.
+func (p *Provider) Outbox(region string) otp.Endpoint {
+	return otp.Endpoint{Method: http.MethodGet, Path: OutboxPath, Handle: func(w http.ResponseWriter, r *http.Request) error {
+		phone, err := otp.ParseQueryPhone(r.URL.Query().Get("phone"), region)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		return json.NewEncoder(w).Encode(p.Messages(phone))
+	}}
 }

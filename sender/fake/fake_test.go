@@ -51,7 +51,7 @@ func TestFailPrefixesAreRefusedAndNothingIsKept(t *testing.T) {
 	for _, to := range []string{"+12015550123", "+447400123456"} {
 		_, err := p.Send(context.Background(), to, "x")
 		var se *otp.SendError
-		if !errors.As(err, &se) || !se.NotSent || se.Reason != "refused" {
+		if !errors.As(err, &se) || se.Failure != otp.NumberProblem || se.Reason != "refused" {
 			t.Fatalf("%s: %v, want a not-sent refusal", to, err)
 		}
 	}

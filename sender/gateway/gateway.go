@@ -130,7 +130,7 @@ func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	id := newID()
 	payload, err := json.Marshal(request{ID: id, To: to, Body: body})
 	if err != nil {
-		return "", &otp.SendError{NotSent: true, Reason: "error", Err: err}
+		return "", &otp.SendError{Failure: otp.ProviderDown, Reason: "error", Err: err}
 	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 
@@ -148,7 +148,7 @@ func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(payload))
 	if err != nil {
-		return "", &otp.SendError{NotSent: true, Reason: "error", Err: err}
+		return "", &otp.SendError{Failure: otp.ProviderDown, Reason: "error", Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -159,9 +159,9 @@ func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	resp, err := p.client.Do(req)
 	if err != nil {
 		if wrote.Load() {
-			return "", &otp.SendError{Reason: "timeout", Err: err}
+			return "", &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "timeout", Err: err}
 		}
-		return "", &otp.SendError{NotSent: true, Reason: "network", Err: err}
+		return "", &otp.SendError{Failure: otp.ProviderDown, Reason: "network", Err: err}
 	}
 	defer resp.Body.Close()
 	// A failed read still leaves the status, which is what counts.
@@ -185,21 +185,21 @@ func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 func classify(code int) *otp.SendError {
 	switch {
 	case code == http.StatusRequestTimeout:
-		return &otp.SendError{Reason: "timeout"}
+		return &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "timeout"}
 	case code == http.StatusTooManyRequests:
-		return &otp.SendError{NotSent: true, Reason: "rate_limited"}
+		return &otp.SendError{Failure: otp.ProviderDown, Reason: "rate_limited"}
 	case code == http.StatusUnauthorized, code == http.StatusForbidden:
 		// Our signature or secret is wrong: a provider problem (it opens the
 		// breaker), not a problem with the number.
-		return &otp.SendError{NotSent: true, Reason: "auth"}
+		return &otp.SendError{Failure: otp.ProviderDown, Reason: "auth"}
 	case code >= 400 && code < 500:
-		return &otp.SendError{NotSent: true, Reason: "refused"}
+		return &otp.SendError{Failure: otp.ProviderRefused, Reason: "refused"}
 	case code == http.StatusInternalServerError, code == http.StatusServiceUnavailable:
-		return &otp.SendError{NotSent: true, Reason: "provider_5xx"}
+		return &otp.SendError{Failure: otp.ProviderDown, Reason: "provider_5xx"}
 	case code >= 500 && code < 600:
-		return &otp.SendError{Reason: "provider_5xx"}
+		return &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "provider_5xx"}
 	default:
-		return &otp.SendError{Reason: "unexpected_status"}
+		return &otp.SendError{Failure: otp.OutcomeUnknown, Reason: "unexpected_status"}
 	}
 }
 
@@ -217,14 +217,15 @@ func (e *StatusError) Error() string {
 	return msg
 }
 
-// snippet keeps the start of an error body, for the log.
+// snippet keeps the start of an error body, for the log, cleaned of
+// anything a log line should not carry.
 func snippet(b []byte) string {
 	const n = 200
 	s := strings.TrimSpace(string(b))
 	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "..."
+		return otp.CleanProviderText(s, n) + "..."
 	}
-	return s
+	return otp.CleanProviderText(s, n)
 }
 
 // messageID returns the "id" of a JSON answer, "" when there is no usable one.
@@ -245,7 +246,9 @@ func messageID(raw []byte) string {
 		id = n.String()
 	}
 	id = strings.TrimSpace(id)
-	if len(id) > maxMessageID {
+	if len(id) > maxMessageID || !otp.ValidMessageID(id) {
+		// Not an id a receipt could name (NUL, control or bidi characters,
+		// spaces, invalid UTF-8): ours is used instead.
 		return ""
 	}
 	return id

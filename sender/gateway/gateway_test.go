@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"smsgw/otp"
 )
@@ -74,6 +75,12 @@ func newProvider(t *testing.T, url string, timeout time.Duration, client *http.C
 	return p
 }
 
+// failureOf is what each not-sent reason means to the router.
+var failureOf = map[string]otp.Failure{
+	"rate_limited": otp.ProviderDown, "auth": otp.ProviderDown, "refused": otp.ProviderRefused,
+	"provider_5xx": otp.ProviderDown, "network": otp.ProviderDown,
+}
+
 // sendError asserts err is an *otp.SendError with reason and notSent.
 func sendError(t *testing.T, err error, reason string, notSent bool) *otp.SendError {
 	t.Helper()
@@ -81,8 +88,11 @@ func sendError(t *testing.T, err error, reason string, notSent bool) *otp.SendEr
 	if !errors.As(err, &se) {
 		t.Fatalf("error %v (%T), want an *otp.SendError", err, err)
 	}
-	if se.Reason != reason || se.NotSent != notSent {
-		t.Fatalf("reason %q notSent %v (%v), want %q notSent %v", se.Reason, se.NotSent, err, reason, notSent)
+	if se.Reason != reason || se.NotSent() != notSent {
+		t.Fatalf("reason %q notSent %v (%v), want %q notSent %v", se.Reason, se.NotSent(), err, reason, notSent)
+	}
+	if want, ok := failureOf[reason]; ok && notSent && se.Failure != want {
+		t.Fatalf("failure %v, want %v", se.Failure, want)
 	}
 	if se.Err == nil {
 		t.Fatal("SendError without the original error")
@@ -183,6 +193,13 @@ func TestMessageIDFromTheAnswer(t *testing.T) {
 		{"not json", 200, `OK`, ""},
 		{"json array", 200, `["gw-1"]`, ""},
 		{"id too long to keep", 200, `{"id":"` + strings.Repeat("x", 300) + `"}`, ""},
+		// Hostile ids are not kept: ours names the text instead.
+		{"id with a NUL", 200, `{"id":"gw\u0000-1"}`, ""},
+		{"id with invalid UTF-8", 200, "{\"id\":\"gw\xff\xfe\"}", ""},
+		{"id with a control character", 200, `{"id":"gw\u001b[31m"}`, ""},
+		{"id with a right-to-left override", 200, `{"id":"gw\u202e1-wg"}`, ""},
+		{"id with a newline", 200, `{"id":"gw-1\nsent=false"}`, ""},
+		{"id with inner spaces", 200, `{"id":"gw 1"}`, ""},
 		{"answer past the 64 KiB bound", 200, `{"pad":"` + strings.Repeat("x", 70<<10) + `","id":"far"}`, ""},
 	}
 	for _, c := range cases {
@@ -203,6 +220,33 @@ func TestMessageIDFromTheAnswer(t *testing.T) {
 			}
 			if id != want {
 				t.Fatalf("message id %q, want %q", id, want)
+			}
+		})
+	}
+}
+
+// An error answer's body reaches logs only cleaned: valid UTF-8, no NUL,
+// control or bidi characters, bounded.
+func TestHostileErrorBodyIsCleaned(t *testing.T) {
+	for _, body := range []string{
+		"\x00\x00\x00",
+		"\xff\xfe not UTF-8",
+		"\x1b[2J\x1b[31mred\r\nX-Injected: yes",
+		"\u202eevil\u2066isolated\u2069",
+		strings.Repeat("\u202e", 10_000),
+	} {
+		t.Run(strconv.Quote(body[:min(len(body), 12)]), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, body)
+			}))
+			defer srv.Close()
+			_, err := newProvider(t, srv.URL, 0, nil).Send(context.Background(), "+14155552671", "x")
+			se := sendError(t, err, "refused", true)
+			for _, msg := range []string{se.Error(), se.Err.Error()} {
+				if !utf8.ValidString(msg) || strings.ContainsAny(msg, "\x00\x1b\r\n\u202e\u2066") || len(msg) > 1024 {
+					t.Fatalf("unclean: %q", msg)
+				}
 			}
 		})
 	}

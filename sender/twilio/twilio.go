@@ -151,14 +151,14 @@ func parseHTTPURL(raw string) (*url.URL, error) {
 }
 
 // Send hands one text to Twilio and returns the message SID ("SM...").
-// Failures are *otp.SendError; NotSent is true only when Twilio certainly did
-// not take the text.
+// Failures are *otp.SendError; their Failure is OutcomeUnknown unless
+// Twilio certainly did not take the text.
 func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", &otp.SendError{Provider: "twilio", NotSent: true, Reason: "network", Err: fmt.Errorf("twilio: not sent: %w", err)}
+		return "", &otp.SendError{Provider: "twilio", Failure: otp.ProviderDown, Reason: "network", Err: fmt.Errorf("twilio: not sent: %w", err)}
 	}
 	if to == "" {
-		return "", &otp.SendError{Provider: "twilio", NotSent: true, Reason: "invalid_number", Err: errors.New("twilio: empty recipient")}
+		return "", &otp.SendError{Provider: "twilio", Failure: otp.NumberProblem, Reason: "invalid_number", Err: errors.New("twilio: empty recipient")}
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
@@ -220,12 +220,14 @@ func (p *Provider) Send(ctx context.Context, to, body string) (string, error) {
 	if s := st.status.Load(); s < 200 || s > 299 {
 		// twilio-go takes a 3xx for success. A redirect is not Twilio's
 		// Messages endpoint creating a message (api_base is probably wrong).
-		return "", &otp.SendError{Provider: "twilio", NotSent: true, Reason: "refused", Err: fmt.Errorf("twilio: unexpected HTTP %d answer (redirect?)", s)}
+		return "", &otp.SendError{Provider: "twilio", Failure: otp.ProviderRefused, Reason: "refused", Err: fmt.Errorf("twilio: unexpected HTTP %d answer (redirect?)", s)}
 	}
-	if msg == nil || msg.Sid == nil || *msg.Sid == "" {
+	if msg == nil || msg.Sid == nil || !(isSID(*msg.Sid, "SM") || isSID(*msg.Sid, "MM")) {
 		// The request went through with a success status; the message most
-		// likely exists but we cannot name it.
-		return "", &otp.SendError{Provider: "twilio", Reason: "bad_response", Err: fmt.Errorf("twilio: HTTP %d answer has no message sid", st.status.Load())}
+		// likely exists but we cannot name it (no sid, or something that is
+		// not one: what it sent is not kept).
+		return "", &otp.SendError{Provider: "twilio", Failure: otp.OutcomeUnknown, Reason: "bad_response",
+			Err: fmt.Errorf("twilio: HTTP %d answer has no valid message sid", st.status.Load())}
 	}
 	return *msg.Sid, nil
 }
@@ -273,14 +275,17 @@ func (r *rewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Twilio error codes with a reason of their own. All mean the message was not
 // created.
-var codeReasons = map[int]string{
-	21211: "invalid_number",     // invalid 'To' phone number
-	21614: "not_mobile",         // 'To' number is not a valid mobile number
-	21408: "region_not_enabled", // permission to send to this region not enabled
-	21612: "unreachable",        // 'To' not currently reachable via SMS (no route)
-	21610: "unsubscribed",       // recipient replied STOP
-	20003: "auth",               // authentication failed
-	20429: "rate_limited",       // too many requests
+var codeReasons = map[int]struct {
+	reason  string
+	failure otp.Failure
+}{
+	21211: {"invalid_number", otp.NumberProblem},     // invalid 'To' phone number
+	21614: {"not_mobile", otp.NumberProblem},         // 'To' number is not a valid mobile number
+	21408: {"region_not_enabled", otp.NumberProblem}, // permission to send to this region not enabled
+	21612: {"unreachable", otp.NumberProblem},        // 'To' not currently reachable via SMS (no route)
+	21610: {"unsubscribed", otp.OptedOut},            // recipient replied STOP
+	20003: {"auth", otp.ProviderDown},                // authentication failed
+	20429: {"rate_limited", otp.ProviderDown},        // too many requests
 }
 
 // classify turns CreateMessage's error into an *otp.SendError.
@@ -318,8 +323,8 @@ func classify(ctx context.Context, err error, st *callState) *otp.SendError {
 			wrapped = fmt.Errorf("twilio: HTTP %d: %w", status, err)
 		}
 		if isRest && status < 500 {
-			if reason, ok := codeReasons[rest.Code]; ok {
-				return &otp.SendError{Provider: "twilio", NotSent: true, Reason: reason, Err: wrapped}
+			if known, ok := codeReasons[rest.Code]; ok {
+				return &otp.SendError{Provider: "twilio", Failure: known.failure, Reason: known.reason, Err: wrapped}
 			}
 		}
 		switch {
@@ -328,28 +333,28 @@ func classify(ctx context.Context, err error, st *callState) *otp.SendError {
 			if isTimeout(ctx, err) {
 				reason = "timeout"
 			}
-			return &otp.SendError{Provider: "twilio", Reason: reason, Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.OutcomeUnknown, Reason: reason, Err: wrapped}
 		case status == http.StatusUnauthorized:
-			return &otp.SendError{Provider: "twilio", NotSent: true, Reason: "auth", Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.ProviderDown, Reason: "auth", Err: wrapped}
 		case status == http.StatusTooManyRequests:
-			return &otp.SendError{Provider: "twilio", NotSent: true, Reason: "rate_limited", Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.ProviderDown, Reason: "rate_limited", Err: wrapped}
 		case status < 500:
-			return &otp.SendError{Provider: "twilio", NotSent: true, Reason: "refused", Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.ProviderRefused, Reason: "refused", Err: wrapped}
 		case status == http.StatusInternalServerError, status == http.StatusServiceUnavailable:
-			return &otp.SendError{Provider: "twilio", NotSent: true, Reason: "provider_5xx", Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.ProviderDown, Reason: "provider_5xx", Err: wrapped}
 		default:
-			return &otp.SendError{Provider: "twilio", Reason: "provider_5xx", Err: wrapped}
+			return &otp.SendError{Provider: "twilio", Failure: otp.OutcomeUnknown, Reason: "provider_5xx", Err: wrapped}
 		}
 	}
 
 	if !st.wrote.Load() {
-		return &otp.SendError{Provider: "twilio", NotSent: true, Reason: "network", Err: fmt.Errorf("twilio: request not sent: %w", err)}
+		return &otp.SendError{Provider: "twilio", Failure: otp.ProviderDown, Reason: "network", Err: fmt.Errorf("twilio: request not sent: %w", err)}
 	}
 	reason := "network"
 	if isTimeout(ctx, err) {
 		reason = "timeout"
 	}
-	return &otp.SendError{Provider: "twilio", Reason: reason, Err: fmt.Errorf("twilio: no answer after the request was sent: %w", err)}
+	return &otp.SendError{Provider: "twilio", Failure: otp.OutcomeUnknown, Reason: reason, Err: fmt.Errorf("twilio: no answer after the request was sent: %w", err)}
 }
 
 func isTimeout(ctx context.Context, err error) bool {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twilio/twilio-go/client"
 
@@ -222,6 +223,13 @@ func twilioError(code, status int, message string) string {
 	return string(b)
 }
 
+// failureOf is what each not-sent reason means to the router.
+var failureOf = map[string]otp.Failure{
+	"invalid_number": otp.NumberProblem, "not_mobile": otp.NumberProblem, "region_not_enabled": otp.NumberProblem,
+	"unreachable": otp.NumberProblem, "unsubscribed": otp.OptedOut, "auth": otp.ProviderDown,
+	"rate_limited": otp.ProviderDown, "refused": otp.ProviderRefused, "provider_5xx": otp.ProviderDown, "network": otp.ProviderDown,
+}
+
 func TestSendErrorMapping(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -256,6 +264,14 @@ func TestSendErrorMapping(t *testing.T) {
 		{"504 carrying a 4xx code", 504, "", twilioError(21211, 504, "odd"), "provider_5xx", false, 21211},
 		{"201 without sid", 201, "", `{"status": "queued"}`, "bad_response", false, 0},
 		{"201 garbled", 201, "", `{"sid": "SM`, "bad_response", false, 0},
+		// Hostile answers: what is not a sid is not kept, whatever it holds.
+		{"201 with a NUL in the sid", 201, "", `{"sid": "SM9f8e7d6c5b4a3928\u00001706f5e4d3c2b1a0"}`, "bad_response", false, 0},
+		{"201 with a bidi override in the sid", 201, "", `{"sid": "SM9f8e7d6c5b4a3928\u202e706f5e4d3c2b1a0"}`, "bad_response", false, 0},
+		{"201 with a sid of the wrong shape", 201, "", `{"sid": "SM-1; DROP TABLE audit_log"}`, "bad_response", false, 0},
+		{"201 with a sid of 4000 characters", 201, "", `{"sid": "SM` + strings.Repeat("a", 4000) + `"}`, "bad_response", false, 0},
+		{"201 with invalid UTF-8 in the sid", 201, "", "{\"sid\": \"SM9f8e7d6c5b4a39281706f5e4d3c2b1\xff\xfe\"}", "bad_response", false, 0},
+		{"21211 with a hostile message", 400, "", twilioError(21211, 400, "bad\x00number\x1b[2J\u202eevil\n"+strings.Repeat("z", 5000)), "invalid_number", true, 21211},
+		{"503 with binary junk", 503, "application/octet-stream", "\x00\xff\xfe\x1b[31m", "provider_5xx", true, 0},
 		{"301 redirect", 301, "text/html", `<a href="https://api.twilio.com/">Moved</a>`, "refused", true, 0},
 		{"302 redirect with json", 302, "", `{}`, "refused", true, 0},
 	}
@@ -277,8 +293,14 @@ func TestSendErrorMapping(t *testing.T) {
 			p := newProvider(t, Config{APIBase: f.srv.URL})
 			id, err := p.Send(context.Background(), testTo, "Your code is 123456")
 			se := sendError(t, id, err)
-			if se.Reason != tc.wantReason || se.NotSent != tc.wantNotSent {
-				t.Errorf("got reason %q NotSent %v, want %q %v (err: %v)", se.Reason, se.NotSent, tc.wantReason, tc.wantNotSent, err)
+			if se.Reason != tc.wantReason || se.NotSent() != tc.wantNotSent {
+				t.Errorf("got reason %q NotSent %v, want %q %v (err: %v)", se.Reason, se.NotSent(), tc.wantReason, tc.wantNotSent, err)
+			}
+			if want, ok := failureOf[tc.wantReason]; ok && tc.wantNotSent && se.Failure != want {
+				t.Errorf("got failure %v, want %v", se.Failure, want)
+			}
+			if msg := se.Error(); !utf8.ValidString(msg) || strings.ContainsAny(msg, "\x00\x1b\u202e\n") || len(msg) > 2048 {
+				t.Errorf("the error quotes the provider's answer unclean: %q", msg)
 			}
 			var rest *client.TwilioRestError
 			switch {
@@ -455,8 +477,8 @@ func TestSendTransportFailures(t *testing.T) {
 			if strings.Contains(err.Error(), "api.twilio.com") {
 				t.Errorf("error names api.twilio.com, not where the request went: %v", err)
 			}
-			if se.Reason != tc.wantReason || se.NotSent != tc.wantNotSent {
-				t.Errorf("got reason %q NotSent %v, want %q %v (err: %v)", se.Reason, se.NotSent, tc.wantReason, tc.wantNotSent, err)
+			if se.Reason != tc.wantReason || se.NotSent() != tc.wantNotSent {
+				t.Errorf("got reason %q NotSent %v, want %q %v (err: %v)", se.Reason, se.NotSent(), tc.wantReason, tc.wantNotSent, err)
 			}
 			if elapsed > tc.maxElapsed {
 				t.Errorf("Send took %v, want at most %v", elapsed, tc.maxElapsed)

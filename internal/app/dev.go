@@ -1,21 +1,15 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"smsgw/api"
-	"smsgw/audit"
-	"smsgw/otp"
-	"smsgw/sender/fake"
 )
 
 const devBanner = `
@@ -27,9 +21,9 @@ const devBanner = `
   ###############################################################
 `
 
-// serveDev runs the real service over stand-ins for its outside services:
-// miniredis runs the same Lua limiter, audit rows go to stderr as JSON lines.
-func serveDev(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, stderr io.Writer) error {
+// checkDev refuses what dev mode must never do: listen beyond loopback, or
+// text anyone for real.
+func checkDev(cfg *Config) error {
 	host, _, _ := net.SplitHostPort(cfg.Server.Listen)
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("server.listen: -dev listens on loopback only, not %q", cfg.Server.Listen)
@@ -37,41 +31,32 @@ func serveDev(ctx context.Context, cfg *Config, sec secrets, log *slog.Logger, s
 	if names := cfg.providerNames(); len(names) != 1 || names[0] != "fake" {
 		return errors.New("sender.providers: -dev always uses the fake provider alone")
 	}
+	return nil
+}
+
+// startDev starts miniredis, which runs the same Lua scripts, in place of
+// Redis, and says loudly what this is.
+func (a *App) startDev(stderr io.Writer) (*redis.Client, error) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
-		return fmt.Errorf("dev redis: %w", err)
+		return nil, fmt.Errorf("dev redis: %w", err)
 	}
-	defer mr.Close()
+	a.closers = append(a.closers, mr.Close)
 	// miniredis only ages keys when told to; let its TTLs follow the wall clock.
-	go func() {
+	a.loops = append(a.loops, loop{"dev redis clock", func(ctx context.Context) error {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-tick.C:
 				mr.FastForward(time.Second)
 			}
 		}
-	}()
+	}})
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-
+	a.closers = append(a.closers, func() { rdb.Close() })
 	fmt.Fprint(stderr, devBanner)
-	if sec.code == "" {
-		sec.code = otp.RandomSecret()
-		log.Warn("SMSGW_SECRET is not set: using a random one; pending codes die with this process")
-	}
-	return serveHTTP(ctx, cfg, sec, log, newRegistry(), deps{
-		rdb:      rdb,
-		auditLog: audit.NewJSONLines(stderr),
-		checks: []api.Check{
-			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		},
-		onText: func(m fake.Message) {
-			fmt.Fprintf(stderr, "DEV text to %s: %q\n", m.To, m.Body)
-		},
-		closeAudit: func(context.Context) error { return nil },
-	})
+	return rdb, nil
 }

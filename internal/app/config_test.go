@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"os"
@@ -24,7 +24,7 @@ func writeConfig(t *testing.T, body string) string {
 
 // The built-in defaults are the SPEC's.
 func TestDefaultsAreTheSpec(t *testing.T) {
-	cfg, err := loadConfig("", noEnv)
+	cfg, err := LoadConfig("", noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestDefaultsAreTheSpec(t *testing.T) {
 // TestDefaultTextsFitOneSegment keeps every shipped text in one GSM-7 SMS
 // segment, and prints their sizes for the README (go test -v -run Texts).
 func TestDefaultTextsFitOneSegment(t *testing.T) {
-	cfg, err := loadConfig("", noEnv)
+	cfg, err := LoadConfig("", noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestDefaultTextsFitOneSegment(t *testing.T) {
 
 func TestLocaleTextsMergeWithTheDefaults(t *testing.T) {
 	path := writeConfig(t, "[otp.messages]\nit = \"Il tuo codice e {{.Code}}\"\n")
-	cfg, err := loadConfig(path, noEnv)
+	cfg, err := LoadConfig(path, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ trusted_proxies = ["10.0.0.0/8", "192.0.2.1"]
 window = "2s"
 max = 1
 `)
-	cfg, err := loadConfig(path, noEnv)
+	cfg, err := LoadConfig(path, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"SMSGW_REDIS_URL":    "redis://10.0.0.1:6380/2",
 		"SMSGW_DATABASE_URL": "postgres://u@db:5432/x",
 	}
-	cfg, err := loadConfig("", func(k string) string { return env[k] })
+	cfg, err := LoadConfig("", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadConfig(writeConfig(t, tt.body), noEnv)
+			_, err := LoadConfig(writeConfig(t, tt.body), noEnv)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -222,7 +222,7 @@ func TestInvalidEnvironmentNamesTheVariable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {
-			_, err := loadConfig("", func(k string) string {
+			_, err := LoadConfig("", func(k string) string {
 				if k == tt.env {
 					return tt.value
 				}
@@ -240,7 +240,7 @@ func TestInvalidEnvironmentNamesTheVariable(t *testing.T) {
 
 func TestCORSOrigins(t *testing.T) {
 	path := writeConfig(t, "[server]\ncors_origins = [\"https://Signup.Example.com\", \"http://localhost:3000\"]\n")
-	cfg, err := loadConfig(path, noEnv)
+	cfg, err := LoadConfig(path, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

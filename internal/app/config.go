@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"encoding/hex"
@@ -112,11 +112,7 @@ type Config struct {
 	} `toml:"pumping"`
 	TestNumbers []otp.TestNumber `toml:"test_numbers"`
 	API         struct {
-		Keys []struct {
-			Name    string `toml:"name"`
-			SHA256  string `toml:"sha256"`
-			Enabled bool   `toml:"enabled"`
-		} `toml:"keys"`
+		Keys []APIKey `toml:"keys"`
 	} `toml:"api"`
 	Sender struct {
 		Provider  string              `toml:"provider"`
@@ -181,6 +177,13 @@ func (c *Config) policy() otp.PhonePolicy {
 func (c *Config) messageConfig() otp.MessageConfig {
 	return otp.MessageConfig{Default: c.OTP.Message, Locales: c.OTP.Messages, App: c.OTP.AppName,
 		TTL: c.OTP.TTL.Duration, WebOTPDomain: c.OTP.WebOTPDomain}
+}
+
+// APIKey is one [[api.keys]] entry.
+type APIKey struct {
+	Name    string `toml:"name"`
+	SHA256  string `toml:"sha256"` // hex
+	Enabled bool   `toml:"enabled"`
 }
 
 // LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.
@@ -291,9 +294,9 @@ func rules(in []LimitRule) []otp.Rule {
 	return out
 }
 
-// loadConfig reads the embedded defaults, then the file at path (if any) over
+// LoadConfig reads the embedded defaults, then the file at path (if any) over
 // them, then the environment overrides, and validates the result.
-func loadConfig(path string, getenv func(string) string) (*Config, error) {
+func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	var cfg Config
 	if _, err := toml.Decode(smsgw.DefaultConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("built-in defaults: %w", err)

@@ -1,29 +1,29 @@
-package main
+package app
 
 import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"smsgw/api"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 	"smsgw/sender/gateway"
 	"smsgw/sender/twilio"
 )
 
-// providers builds the configured SMS providers, in order, and what the API
-// needs of them: the fake outbox (nil unless "fake" is used) and Twilio's
-// delivery receipt webhook (nil unless Twilio has a status callback URL).
+// providers are the configured SMS providers and the ones whose HTTP
+// endpoints the root mounts: the fake outbox (nil unless "fake" is used) and
+// Twilio (nil unless used), whose delivery receipts come back over HTTP.
 type providers struct {
-	router *sender.Router
+	named  []sender.Named
 	outbox *fake.Provider
-	twilio *api.TwilioWebhook
+	twilio *twilio.Provider
 }
 
-func buildProviders(cfg *Config, sec secrets, onText func(fake.Message), reg prometheus.Registerer) (providers, error) {
+// buildProviders makes the configured providers, in order, checking their
+// settings and secrets before anything connects.
+func buildProviders(cfg *Config, sec Secrets, onText func(fake.Message)) (providers, error) {
 	var out providers
-	var named []sender.Named
 	timeout := cfg.Sender.Timeout.Duration
 	for _, name := range cfg.providerNames() {
 		var p sender.Provider
@@ -34,19 +34,16 @@ func buildProviders(cfg *Config, sec secrets, onText func(fake.Message), reg pro
 		case "twilio":
 			tc := cfg.Sender.Twilio
 			tp, err := twilio.New(twilio.Config{
-				AccountSID: sec.twilioSID, AuthToken: sec.twilioToken,
+				AccountSID: sec.TwilioSID, AuthToken: sec.TwilioToken,
 				From: tc.From, MessagingServiceSID: tc.MessagingServiceSID,
 				APIBase: tc.APIBase, StatusCallbackURL: tc.StatusCallbackURL, Timeout: timeout,
 			})
 			if err != nil {
 				return out, err
 			}
-			p = tp
-			if tc.StatusCallbackURL != "" {
-				out.twilio = &api.TwilioWebhook{AuthToken: sec.twilioToken, CallbackURL: tc.StatusCallbackURL}
-			}
+			p, out.twilio = tp, tp
 		case "http":
-			gp, err := gateway.New(gateway.Config{URL: cfg.Sender.HTTP.URL, Secret: sec.httpSecret, Timeout: timeout}, nil)
+			gp, err := gateway.New(gateway.Config{URL: cfg.Sender.HTTP.URL, Secret: sec.HTTPSecret, Timeout: timeout}, nil)
 			if err != nil {
 				return out, err
 			}
@@ -54,14 +51,16 @@ func buildProviders(cfg *Config, sec secrets, onText func(fake.Message), reg pro
 		default:
 			return out, fmt.Errorf("sender.providers: unknown provider %q", name)
 		}
-		named = append(named, sender.Named{Name: name, Provider: p})
+		out.named = append(out.named, sender.Named{Name: name, Provider: p})
 	}
-	router, err := sender.NewRouter(named, sender.Options{
+	return out, nil
+}
+
+func newRouter(cfg *Config, named []sender.Named, reg prometheus.Registerer) (*sender.Router, error) {
+	return sender.NewRouter(named, sender.Options{
 		Routes:          cfg.Sender.Routes,
 		BreakerFailures: uint32(cfg.Sender.Breaker.Failures),
 		BreakerOpenFor:  cfg.Sender.Breaker.OpenFor.Duration,
 		Metrics:         reg,
 	})
-	out.router = router
-	return out, err
 }

@@ -1,0 +1,402 @@
+// Package app is smsgw's composition root: the one place where a
+// configuration becomes a running service. cmd/smsgw, the tests and the
+// benchmarks all build the service here, so the wiring exists once.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"smsgw/api"
+	"smsgw/audit"
+	"smsgw/challenge"
+	"smsgw/internal/redisbatch"
+	"smsgw/internal/redisconn"
+	"smsgw/otp"
+	"smsgw/otp/redisstore"
+	"smsgw/pumping"
+	"smsgw/ratelimit"
+	"smsgw/sender"
+	"smsgw/sender/fake"
+)
+
+// Secrets come from the environment only, never from the config file.
+type Secrets struct {
+	Code        string // SMSGW_SECRET
+	AdminToken  string // SMSGW_ADMIN_TOKEN
+	TwilioSID   string // TWILIO_ACCOUNT_SID
+	TwilioToken string // TWILIO_AUTH_TOKEN
+	HTTPSecret  string // SMSGW_HTTP_SECRET
+	Challenge   string // SMSGW_CHALLENGE_SECRET
+}
+
+// SecretsFrom reads the secrets from the environment.
+func SecretsFrom(getenv func(string) string) Secrets {
+	return Secrets{Code: getenv("SMSGW_SECRET"), AdminToken: getenv("SMSGW_ADMIN_TOKEN"),
+		TwilioSID: getenv("TWILIO_ACCOUNT_SID"), TwilioToken: getenv("TWILIO_AUTH_TOKEN"), HTTPSecret: getenv("SMSGW_HTTP_SECRET"),
+		Challenge: getenv("SMSGW_CHALLENGE_SECRET")}
+}
+
+// Deps are what the process around the service supplies. Zero values build
+// the real thing from the configuration.
+type Deps struct {
+	Log     *slog.Logger         // nil: discard
+	Metrics *prometheus.Registry // nil: a new registry with the Go and process collectors
+	// Redis, when set, is used instead of connecting as [redis] says; its
+	// owner closes it.
+	Redis redis.UniversalClient
+	// AuditLog, when set, takes the audit rows instead of Postgres, and no
+	// Postgres is used at all.
+	AuditLog otp.AuditLog
+	// Providers, when set, replace the configured SMS providers.
+	Providers []sender.Named
+	// Dev runs over in-process stand-ins for Redis and Postgres (see dev.go),
+	// printing texts and audit rows to Stderr.
+	Dev    bool
+	Stderr io.Writer
+}
+
+// App is the service, built and ready to Run.
+type App struct {
+	cfg     *Config
+	log     *slog.Logger
+	Service *otp.Service
+	Handler *api.Server
+	// Outbox is the fake provider's, nil unless "fake" is configured.
+	Outbox *fake.Provider
+	// Guard is the pumping guard: with its rules off it still keeps the
+	// operators' overrides and the spend ceiling.
+	Guard *pumping.Guard
+	Redis redis.UniversalClient
+
+	providers []string
+	ln        net.Listener
+	srv       *http.Server
+	// loops run under Run's errgroup, from start to shutdown.
+	loops []loop
+	// flush makes every queued audit row durable, once.
+	flush func(ctx context.Context) error
+	// closers release what New opened, last first.
+	closers   []func()
+	flushOnce sync.Once
+	flushErr  error
+}
+
+// loop is a background task that runs until its context ends.
+type loop struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// New validates cfg and the secrets, then connects and wires every part, and
+// listens on server.listen. Nothing is served until Run.
+func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Stderr == nil {
+		d.Stderr = io.Discard
+	}
+	if d.Metrics == nil {
+		d.Metrics = prometheus.NewRegistry()
+		d.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	log := d.Log
+	a := &App{cfg: cfg, log: log, flush: func(context.Context) error { return nil }}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+
+	// Secrets and provider settings first: a bad one stops the start before
+	// anything is created or changed.
+	if d.Dev {
+		if err := checkDev(cfg); err != nil {
+			return nil, err
+		}
+		if sec.Code == "" {
+			sec.Code = otp.RandomSecret()
+			log.Warn("SMSGW_SECRET is not set: using a random one; pending codes die with this process")
+		}
+	}
+	if sec.Code == "" {
+		return nil, fmt.Errorf("SMSGW_SECRET: must be set (at least %d random characters, e.g. `openssl rand -hex 32`); it keys the codes at rest", otp.MinSecretLength)
+	}
+	codeKeys, err := otp.NewSecrets(sec.Code)
+	if err != nil {
+		return nil, fmt.Errorf("SMSGW_SECRET: %w", err)
+	}
+	challengeCfg := cfg.challenge(sec.Challenge)
+	if err := challengeCfg.Validate(); err != nil {
+		return nil, err
+	}
+	var onText func(fake.Message)
+	if d.Dev {
+		onText = func(m fake.Message) { fmt.Fprintf(d.Stderr, "DEV text to %s: %q\n", m.To, m.Body) }
+	}
+	prov, err := buildProviders(cfg, sec, onText)
+	if err != nil {
+		return nil, err
+	}
+	if d.Providers != nil {
+		prov = providers{named: d.Providers}
+	}
+	for _, size := range cfg.messages.Sizes(cfg.OTP.Length) {
+		if size.Segments > 1 {
+			log.Warn("code text takes more than one SMS segment", "locale", size.Locale,
+				"encoding", size.Encoding, "length", size.Units, "segments", size.Segments)
+		}
+	}
+
+	if d.Dev {
+		if d.Redis, err = a.startDev(d.Stderr); err != nil {
+			return nil, err
+		}
+		d.AuditLog = audit.NewJSONLines(d.Stderr)
+	}
+	rdb := d.Redis
+	if rdb == nil {
+		if rdb, err = redisconn.New(cfg.redis()); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() { rdb.Close() })
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			log.Warn("redis is not answering; sends answer 503 until it does", "err", err)
+		}
+	}
+	a.Redis = rdb
+	checks := []api.Check{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
+
+	auditLog, auditReader := d.AuditLog, otp.AuditReader(otp.NoAuditQueries{})
+	var deliveries otp.DeliveryLog
+	if auditLog == nil {
+		pg, err := a.startPostgres(ctx, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		auditLog, auditReader, deliveries = pg.writer, audit.NewReader(pg.pool), audit.NewDeliveries(pg.pool)
+		checks = append(checks, api.Check{Name: "postgres", Check: pg.pool.Ping},
+			// Rows can be made durable somewhere (Postgres or the spool).
+			api.Check{Name: "audit", Check: pg.writer.Ready})
+	}
+
+	// Limiter and code store share pipelines: a send's decision and its
+	// code ride with other requests' in one round trip. With
+	// min_replicas_acked each pipeline ends in WAIT: an admission (and its
+	// code) is held by that many replicas before any text goes out.
+	scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: cfg.Redis.Pipelines, Timeout: cfg.Redis.Timeout.Duration,
+		MinReplicas: cfg.Redis.MinReplicasAcked})
+	limiter := ratelimit.New(rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
+		ReservationLease: max(5*time.Second, 4*cfg.Redis.Timeout.Duration)})
+	d.Metrics.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "smsgw_ratelimit_contention_refusals_total",
+		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
+	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
+	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
+	// The guard always runs: with its rules off it still keeps the
+	// operators' overrides and the spend ceiling.
+	_, onCluster := rdb.(*redis.ClusterClient)
+	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster})
+	a.Guard = guard
+	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
+	var verifier otp.ChallengeVerifier
+	if challengeCfg.On() {
+		verifier = challenge.New(challengeCfg, nil, d.Metrics)
+	}
+	router, err := newRouter(cfg, prov.named, d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	a.providers = router.Providers()
+	a.Service = otp.NewService(cfg.domain(), otp.Deps{
+		Limiter:     limiter,
+		Sender:      router,
+		Codes:       redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts),
+		Idempotency: redisstore.NewIdempotency(rdb, cfg.Redis.KeyPrefix),
+		Pumping:     guard,
+		Overrides:   guard,
+		Challenge:   verifier,
+		Secrets:     codeKeys,
+		Messages:    cfg.messages,
+	}, log)
+
+	// Providers bring their own endpoints; the API mounts them.
+	var endpoints []otp.Endpoint
+	if prov.outbox != nil {
+		a.Outbox = prov.outbox
+		endpoints = append(endpoints, prov.outbox.Outbox(cfg.Phone.DefaultRegion))
+	}
+	if prov.twilio != nil && deliveries != nil {
+		if ep, ok := prov.twilio.Receipts(deliveries, log, d.Metrics); ok {
+			endpoints = append(endpoints, ep)
+		}
+	}
+	a.Handler = api.NewServer(log, api.Config{
+		TrustedProxies: cfg.trustedProxies,
+		DefaultRegion:  cfg.Phone.DefaultRegion,
+		AdminToken:     sec.AdminToken,
+		MaxAttempts:    cfg.OTP.MaxAttempts,
+		APIKeys:        cfg.apiKeys,
+	}, api.Deps{Service: a.Service, AuditLog: auditLog, AuditReader: auditReader, Pumping: guard,
+		Checks: checks, Metrics: d.Metrics, Endpoints: endpoints})
+
+	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("server.listen: %w", err)
+	}
+	a.closers = append(a.closers, func() { a.ln.Close() })
+	a.srv = &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return a, nil
+}
+
+// Addr is the address the service listens on.
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// Run serves HTTP and runs every background loop until ctx ends or the
+// server fails, then shuts down in order: stop taking requests, finish
+// in-flight ones (within server.shutdown_timeout), stop the loops and wait
+// for them, make every queued audit row durable.
+func (a *App) Run(ctx context.Context) error {
+	// The loops outlive ctx: in-flight requests still use them while the
+	// server drains.
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	g, gctx := errgroup.WithContext(loopCtx)
+	for _, l := range a.loops {
+		g.Go(func() error {
+			if err := l.run(gctx); err != nil && gctx.Err() == nil {
+				a.log.Error(l.name+" stopped", "err", err)
+			}
+			return nil
+		})
+	}
+	served := make(chan error, 1)
+	g.Go(func() error {
+		if err := a.srv.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) {
+			served <- err
+			return err
+		}
+		return nil
+	})
+	a.log.Info("smsgw listening", "addr", a.Addr(), "providers", a.providers)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	a.log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownTimeout.Duration)
+	defer cancel()
+	if err := a.srv.Shutdown(sctx); err != nil {
+		a.log.Error("in-flight requests did not finish in time", "err", err)
+	}
+	stopLoops()
+	_ = g.Wait() // the loops log their own failures; the server's is runErr
+	if err := a.flushAudit(sctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	a.log.Info("shutdown complete")
+	return runErr
+}
+
+func (a *App) flushAudit(ctx context.Context) error {
+	a.flushOnce.Do(func() { a.flushErr = a.flush(ctx) })
+	return a.flushErr
+}
+
+// Close releases what New opened. After Run it only closes connections; an
+// App that never ran has its audit queue flushed first.
+func (a *App) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownTimeout.Duration)
+	defer cancel()
+	if err := a.flushAudit(ctx); err != nil {
+		a.log.Error("audit rows not flushed", "err", err)
+	}
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// domain is what the send and verify flows need of the configuration.
+func (c *Config) domain() otp.Config {
+	return otp.Config{
+		DefaultRegion: c.Phone.DefaultRegion,
+		IPv6Prefix:    c.Limits.IPv6Prefix,
+		IPRules:       rules(c.Limits.IP),
+		PhoneRules:    rules(c.Limits.Phone),
+		VerifyIPRules: rules(c.Limits.VerifyIP),
+		CountryRules:  rules(c.Limits.Country),
+		PrefixRules:   c.prefixRules,
+		GlobalRules:   rules(c.Limits.Global),
+		Policy:        c.policy(),
+		CodeLength:    c.OTP.Length,
+		CodeTTL:       c.OTP.TTL.Duration,
+		MaxAttempts:   c.OTP.MaxAttempts,
+		SendTimeout:   c.Sender.Timeout.Duration,
+		TestNumbers:   c.TestNumbers,
+	}
+}
+
+// postgres is the audit trail's home.
+type postgres struct {
+	pool   *pgxpool.Pool
+	writer *audit.Writer
+}
+
+// startPostgres opens the pool and the audit writer and migrates. Postgres
+// down at start does not stop the service: rows are spooled until the schema
+// is known to be there, and a loop migrates once Postgres is back.
+func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (postgres, error) {
+	cfg := a.cfg
+	pool, err := pgxpool.New(ctx, cfg.Postgres.URL)
+	if err != nil {
+		return postgres{}, fmt.Errorf("postgres.url: %w", err)
+	}
+	a.closers = append(a.closers, pool.Close)
+	writer, err := audit.NewWriter(pool, audit.Options{
+		QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize,
+		SpoolDir: cfg.Audit.SpoolDir, SpoolMaxBytes: cfg.Audit.SpoolMaxBytes, WriteTimeout: cfg.Audit.WriteTimeout.Duration,
+		Metrics: reg,
+	}, a.log)
+	if err != nil {
+		return postgres{}, err
+	}
+	a.flush = writer.Close
+	if err := Migrate(ctx, cfg, a.log); err != nil {
+		a.log.Error("Postgres is not reachable: serving anyway, audit rows are spooled locally until it is", "err", err)
+		writer.SetPostgresReady(false)
+	}
+	a.loops = append(a.loops, loop{"postgres maintenance", func(ctx context.Context) error {
+		maintainPostgres(ctx, cfg, pool, writer, a.log)
+		return nil
+	}})
+	return postgres{pool: pool, writer: writer}, nil
+}
