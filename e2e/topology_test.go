@@ -329,9 +329,9 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 // (SIGSTOP) under a load of racing sends: every 503 must be decided within
 // redis.timeout and a small margin, however many calls were in flight ahead
 // of it (they used to queue behind stuck pipelines: up to three timeouts).
-// The bound is on the service's own request time (its debug log); what the
-// client waits on top (the audit row made durable, a machine busy with the
-// whole suite) is logged. After the thaw, sends work again by themselves.
+// The bound is on the service's own request time (its debug log, audit row
+// included); what the client waits on top (a machine busy with the whole
+// suite) is logged. After the thaw, sends work again by themselves.
 func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
 	node := redistopo.StartSingle(t)
 	e := newEnv(t)
