@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -325,17 +326,19 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 }
 
 // TestFrozenRedisAnswersWithinTheTimeout freezes the service's Redis
-// (SIGSTOP) under a load of racing sends: every 503 must come within
+// (SIGSTOP) under a load of racing sends: every 503 must be decided within
 // redis.timeout and a small margin, however many calls were in flight ahead
-// of it (they used to queue behind stuck pipelines: 1.5 s for a 500 ms
-// timeout). After the thaw, sends work again by themselves.
+// of it (they used to queue behind stuck pipelines: up to three timeouts).
+// The bound is on the service's own request time (its debug log, audit row
+// included); what the client waits on top (a machine busy with the whole
+// suite) is logged. After the thaw, sends work again by themselves.
 func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
 	node := redistopo.StartSingle(t)
 	e := newEnv(t)
 	e.redisURL = "redis://" + node.Addr + "/0"
 	const timeout = time.Second
 	e.redisTOML = fmt.Sprintf("timeout = %q", timeout)
-	p := start(t, e, topologyConfig)
+	p := start(t, e, topologyConfig+"\n[log]\nlevel = \"debug\"\n")
 	warmUp(t, []*process{p})
 
 	var (
@@ -377,11 +380,27 @@ func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
 	node.Resume()
 	close(stop)
 	workers.Wait()
-	t.Logf("%d sends answered 503 while Redis was frozen; the slowest took %v (redis.timeout %v)", refused, worst, timeout)
-	// The margin covers the audit row and a loaded -race process; calls
-	// queued behind stuck pipelines used to take up to three timeouts.
-	if worst > 2*timeout {
-		t.Fatalf("a 503 took %v with redis.timeout %v", worst, timeout)
+	var decided time.Duration
+	var logged int
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		var entry struct {
+			Msg      string        `json:"msg"`
+			Status   int           `json:"status"`
+			Route    string        `json:"route"`
+			Duration time.Duration `json:"duration"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "request" && entry.Status == 503 && strings.HasSuffix(entry.Route, "/send") {
+			decided = max(decided, entry.Duration)
+			logged++
+		}
+	}
+	t.Logf("%d sends answered 503 while Redis was frozen (redis.timeout %v): the slowest decided in %v, its client waited %v", refused, timeout, decided, worst)
+	if logged < refused {
+		t.Fatalf("the service logged %d of the %d 503s", logged, refused)
+	}
+	// Up to three timeouts before; the margin is for a loaded -race run.
+	if decided > 2*timeout {
+		t.Fatalf("a 503 took the service %v with redis.timeout %v", decided, timeout)
 	}
 	waitFor(t, 10*time.Second, "sends to work again", func() bool {
 		return post(t, p.URL+"/v1/otp/send", `{"phone": "+14155550199"}`, map[string]string{"X-Forwarded-For": "192.0.2.78"}).Status == 202

@@ -119,8 +119,10 @@ func (l *Limiter) settle(ctx context.Context, ticket, how string, groups [][]otp
 			}
 			held, err := l.scripts.Run(ctx, settleScript, keys, ticket, how).Int64()
 			var notReplicated *redisbatch.NotReplicatedError
-			if errors.As(err, &notReplicated) {
-				err = nil
+			if errors.As(err, &notReplicated) && how == "release" {
+				// A release only gives quota back; a commit the replicas
+				// lack would let a failover expire the reservation.
+				held, err = 0, nil
 			}
 			if err == nil && how == "commit" && held != int64(len(g)) {
 				err = errLeaseLost

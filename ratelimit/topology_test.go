@@ -111,43 +111,60 @@ func TestCluster(t *testing.T) {
 }
 
 // TestReplicasMustHoldAnAdmission: with min_replicas_acked, an admission the
-// replica does not acknowledge in time is refunded and reported as an error
-// (the service answers 503); once the replica answers again it is admitted.
+// replicas do not acknowledge in time is refunded and reported as an error
+// (the service answers 503); once they answer again it is admitted. On one
+// primary with a replica, and on a cluster with a replica per shard.
 func TestReplicasMustHoldAnAdmission(t *testing.T) {
-	primary, replica, _ := redistopo.StartReplicated(t)
-	rdb := primary.Client()
-	t.Cleanup(func() { rdb.Close() })
+	t.Run("primary and replica", func(t *testing.T) {
+		primary, replica, _ := redistopo.StartReplicated(t)
+		rdb := primary.Client()
+		t.Cleanup(func() { rdb.Close() })
+		l := mustReplicate(t, rdb, []*redistopo.Node{replica})
+		rc := replica.Client()
+		defer rc.Close()
+		if n, err := rc.ZCard(context.Background(), l.key(phone("+14155550100"))).Result(); err != nil || n != 1 {
+			t.Fatalf("the replica holds %d entries for the phone (%v), want 1", n, err)
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := redistopo.StartReplicatedCluster(t, 3)
+		rdb := c.Client()
+		t.Cleanup(func() { rdb.Close() })
+		mustReplicate(t, rdb, c.Nodes[3:])
+	})
+}
+
+// mustReplicate freezes the replicas during one decision, then requires the
+// refund and a later admission.
+func mustReplicate(t *testing.T, rdb redis.UniversalClient, replicas []*redistopo.Node) *Limiter {
+	t.Helper()
 	l := New(rdb, "t:", Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Timeout: 500 * time.Millisecond, MinReplicas: 1})})
 	ctx := context.Background()
 	a, x := phone("+14155550100"), ip("203.0.113.7")
-
-	replica.Pause()
+	for _, r := range replicas {
+		r.Pause()
+	}
 	_, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
-	replica.Resume()
+	for _, r := range replicas {
+		r.Resume()
+	}
 	var nr *redisbatch.NotReplicatedError
 	if !errors.As(err, &nr) {
-		t.Fatalf("allow with the replica frozen: %v, want a NotReplicatedError", err)
-	}
-	if st, err := l.Status(ctx, []otp.Subject{a}); err != nil || st[0].Used != 0 {
-		t.Fatalf("the unreplicated admission was not refunded: %+v %v", st, err)
+		t.Fatalf("allow with the replicas frozen: %v, want a NotReplicatedError", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
 		if err == nil {
 			if !d.Allowed {
-				t.Fatalf("refused after the replica came back: %+v", d)
+				t.Fatalf("refused after the replicas came back (the first admission was not refunded): %+v", d)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no admission 10 s after the replica came back: %v", err)
+			t.Fatalf("no admission 10 s after the replicas came back: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	rc := replica.Client()
-	defer rc.Close()
-	if n, err := rc.ZCard(ctx, l.key(a)).Result(); err != nil || n != 1 {
-		t.Fatalf("the replica holds %d entries for the phone (%v), want 1", n, err)
-	}
+	return l
 }

@@ -416,9 +416,6 @@ func (c *Config) validate() error {
 	if c.Redis.MinReplicasAcked < 0 {
 		return fmt.Errorf("redis.min_replicas_acked: must not be negative, got %d", c.Redis.MinReplicasAcked)
 	}
-	if c.Redis.MinReplicasAcked > 0 && len(c.Redis.ClusterAddrs) > 0 {
-		return errors.New("redis.min_replicas_acked: not supported with cluster_addrs yet (WAIT would have to go to each shard's primary); use 0 on Cluster")
-	}
 	if strings.ContainsAny(c.Redis.KeyPrefix, "{}") {
 		return fmt.Errorf("redis.key_prefix: must not contain { or }: keys carry their own hash tags, got %q", c.Redis.KeyPrefix)
 	}

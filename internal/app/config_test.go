@@ -177,7 +177,6 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"cluster bad port", "[redis]\ncluster_addrs = [\"h:70000\"]\n", "redis.cluster_addrs[0]"},
 		{"cluster db", "[redis]\nurl = \"redis://h:1/3\"\ncluster_addrs = [\"h:7000\"]\n", "redis.url"},
 		{"negative replicas", "[redis]\nmin_replicas_acked = -1\n", "redis.min_replicas_acked"},
-		{"replicas on cluster", "[redis]\nmin_replicas_acked = 1\ncluster_addrs = [\"h:7000\"]\n", "redis.min_replicas_acked"},
 		{"hash tag in prefix", "[redis]\nkey_prefix = \"{app}:\"\n", "redis.key_prefix"},
 		{"bad postgres url", "[postgres]\nurl = \"mysql://x\"\n", "postgres.url"},
 		{"window under a second", "[[limits.ip]]\nwindow = \"500ms\"\nmax = 1\n", "limits.ip[0].window"},

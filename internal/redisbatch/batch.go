@@ -55,7 +55,8 @@ type Options struct {
 	// MinReplicas > 0 ends every pipeline with WAIT: a call's writes count
 	// only once that many replicas hold them. A call whose pipeline was not
 	// acknowledged in time gets a *NotReplicatedError (its reply still in the
-	// command). rdb must then be a client of one primary, not a Cluster.
+	// command). On Redis Cluster the calls go to each shard's primary in a
+	// pipeline of their own, each ending with its WAIT.
 	MinReplicas int
 }
 
@@ -194,7 +195,37 @@ func (b *Batcher) reloadMissing(ctx context.Context, batch []*call) {
 }
 
 func (b *Batcher) exec(ctx context.Context, batch []*call) {
-	pipe := b.rdb.Pipeline()
+	if cc, ok := b.rdb.(*redis.ClusterClient); ok && b.replicas > 0 {
+		b.execPerPrimary(ctx, cc, batch)
+		return
+	}
+	b.execOn(ctx, b.rdb, batch)
+}
+
+// execPerPrimary sends each shard's calls to its primary, so that each
+// pipeline's WAIT covers the writes it follows. A call whose shard cannot be
+// found fails; one that meets a moved slot fails with MOVED (the cluster
+// client reloads its map meanwhile).
+func (b *Batcher) execPerPrimary(ctx context.Context, cc *redis.ClusterClient, batch []*call) {
+	byNode := map[*redis.Client][]*call{}
+	for _, c := range batch {
+		node, err := cc.MasterForKey(ctx, c.keys[0])
+		if err != nil {
+			c.cmd = redis.NewCmd(ctx)
+			c.cmd.SetErr(err)
+			continue
+		}
+		byNode[node] = append(byNode[node], c)
+	}
+	var wg sync.WaitGroup
+	for node, calls := range byNode {
+		wg.Go(func() { b.execOn(ctx, node, calls) })
+	}
+	wg.Wait()
+}
+
+func (b *Batcher) execOn(ctx context.Context, rdb redis.Cmdable, batch []*call) {
+	pipe := rdb.Pipeline()
 	for _, c := range batch {
 		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}

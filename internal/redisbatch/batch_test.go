@@ -270,3 +270,50 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestWaitForReplicasOnCluster: each shard's calls wait for that shard's own
+// replica; a frozen replica fails only its own shard's calls.
+func TestWaitForReplicasOnCluster(t *testing.T) {
+	c := redistopo.StartReplicatedCluster(t, 3)
+	rdb := c.Client()
+	defer rdb.Close()
+	ctx := context.Background()
+	b := redisbatch.New(rdb, redisbatch.Options{Timeout: time.Second, MinReplicas: 1})
+	// One key per shard, in the order of the masters.
+	keys := make([]string, 3)
+	for i := 0; keys[0] == "" || keys[1] == "" || keys[2] == ""; i++ {
+		k := fmt.Sprint("k", i)
+		node, err := rdb.MasterForKey(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range 3 {
+			if node.Options().Addr == c.Nodes[m].Addr && keys[m] == "" {
+				keys[m] = k
+			}
+		}
+	}
+	run := func(frozen int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for m, k := range keys {
+			for range 10 {
+				wg.Go(func() {
+					cmd := b.Run(ctx, incr, []string{k})
+					var nr *redisbatch.NotReplicatedError
+					if got, want := errors.As(cmd.Err(), &nr), m == frozen; got != want {
+						t.Errorf("shard %d (replica %d frozen): not replicated = %v (%v)", m, frozen, got, cmd.Err())
+					}
+					if _, ok := cmd.Val().(int64); !ok {
+						t.Errorf("shard %d: no reply (%v)", m, cmd.Err())
+					}
+				})
+			}
+		}
+		wg.Wait()
+	}
+	run(-1)
+	c.Nodes[3].Pause() // the replica of the first master
+	run(0)
+	c.Nodes[3].Resume()
+}

@@ -73,11 +73,13 @@ func serverBinary(t testing.TB) string {
 }
 
 // freePort finds a loopback port that is free, and whose cluster bus port
-// (port + 10000) is free too.
+// (port + 10000) is free too. Both lie below the kernel's ephemeral range
+// (32768 and up), so a port another test was just handed by the kernel
+// (listen on :0, close, pass it on) is never taken meanwhile.
 func freePort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
-		p := 20000 + rand.IntN(25000)
+		p := 20000 + rand.IntN(2700)
 		if portFree(p) && portFree(p+10000) {
 			return p
 		}
@@ -181,7 +183,7 @@ func baseArgs(port int, dir string) []string {
 		"--save", "", "--appendonly", "no", "--logfile", "", "--repl-diskless-sync-delay", "0"}
 }
 
-// Cluster is a Redis Cluster of masters without replicas.
+// Cluster is a Redis Cluster: its masters, then their replicas if any.
 type Cluster struct {
 	Nodes []*Node
 }
@@ -204,12 +206,30 @@ func (c *Cluster) Client() *redis.ClusterClient {
 // equal ranges, and waits until every node says the cluster is ok.
 func StartCluster(t testing.TB, masters int) *Cluster {
 	t.Helper()
+	return startCluster(t, masters, false)
+}
+
+// StartReplicatedCluster is StartCluster with one replica per master, in
+// sync before it returns. Nodes lists the masters first, then their
+// replicas in the same order.
+func StartReplicatedCluster(t testing.TB, masters int) *Cluster {
+	t.Helper()
+	return startCluster(t, masters, true)
+}
+
+func clusterNode(t testing.TB) *Node {
+	t.Helper()
+	return start(t, func(port int, dir string) []string {
+		return append(baseArgs(port, dir), "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
+	})
+}
+
+func startCluster(t testing.TB, masters int, replicated bool) *Cluster {
+	t.Helper()
 	c := &Cluster{}
 	for range masters {
-		c.Nodes = append(c.Nodes, start(t, func(port int, dir string) []string {
-			return append(baseArgs(port, dir), "--cluster-enabled", "yes",
-				"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
-		}))
+		c.Nodes = append(c.Nodes, clusterNode(t))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -231,18 +251,44 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 			t.Fatalf("redistopo: cluster setup on %s: %v", n.Addr, err)
 		}
 	}
-	for _, n := range c.Nodes {
+	if replicated {
+		for i := range masters {
+			primary := c.Nodes[i]
+			pc := primary.Client()
+			id, err := pc.Do(ctx, "cluster", "myid").Text()
+			pc.Close()
+			if err != nil {
+				t.Fatalf("redistopo: cluster myid: %v", err)
+			}
+			r := clusterNode(t)
+			c.Nodes = append(c.Nodes, r)
+			rc := r.Client()
+			err = rc.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(primary.Port)).Err()
+			if err == nil {
+				// The replica must know the primary's id before following it.
+				err = poll(30*time.Second, func() error { return rc.Do(ctx, "cluster", "replicate", id).Err() })
+			}
+			rc.Close()
+			if err != nil {
+				t.Fatalf("redistopo: replica of %s: %v", primary.Addr, err)
+			}
+		}
+	}
+	for i, n := range c.Nodes {
 		cl := n.Client()
 		err := poll(60*time.Second, func() error {
 			info, err := cl.ClusterInfo(ctx).Result()
 			if err != nil {
 				return err
 			}
-			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(masters)) {
+			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))) {
 				return fmt.Errorf("not ready: %s", firstLine(info))
 			}
 			return nil
 		})
+		if err == nil && replicated && i < masters {
+			err = replicaOnline(n)
+		}
 		cl.Close()
 		if err != nil {
 			t.Fatalf("redistopo: cluster node %s never became ok: %v", n.Addr, err)
@@ -274,21 +320,28 @@ func StartReplicated(t testing.TB) (primary, replica *Node, link *testenv.Proxy)
 	replica = start(t, func(port int, dir string) []string {
 		return append(baseArgs(port, dir), "--replicaof", "127.0.0.1", linkPort)
 	})
-	rc := replica.Client()
-	defer rc.Close()
-	if err := poll(30*time.Second, func() error {
-		info, err := rc.Info(context.Background(), "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "master_link_status:up") {
-			return fmt.Errorf("replica not in sync")
-		}
-		return nil
-	}); err != nil {
+	if err := replicaOnline(primary); err != nil {
 		t.Fatalf("redistopo: replica: %v", err)
 	}
 	return primary, replica, link
+}
+
+// replicaOnline waits until primary streams to a replica: after a full
+// sync the primary waits for the replica's first acknowledgement (up to a
+// second) before it counts it, and WAIT would not.
+func replicaOnline(primary *Node) error {
+	c := primary.Client()
+	defer c.Close()
+	return poll(30*time.Second, func() error {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "state=online") {
+			return fmt.Errorf("replica of %s not online", primary.Addr)
+		}
+		return nil
+	})
 }
 
 // SentinelSet is one primary, its replica and the sentinels watching them.
