@@ -28,9 +28,9 @@ const FailPrefix = "+1201"
 // Options change a test service. Zero values keep the defaults.
 type Options struct {
 	// Config changes the shipped defaults (config.toml). Before it runs, test
-	// services differ from them in: a 1 s sender.timeout, a 10 s
-	// redis.timeout (tests are about decisions, not Redis deadlines: a loaded
-	// -race run must not turn a slow call into a 503), FailPrefix refused by the
+	// services differ from them in: a 10 s sender.timeout and a 10 s
+	// redis.timeout (tests are about decisions, not deadlines: a loaded -race
+	// run must not turn a slow call or a slow audit row into a 502 or 503), FailPrefix refused by the
 	// fake provider, no refusal cache and the pumping rules off (each test
 	// turns on what it tests), and listening on a free loopback port.
 	Config func(*app.Config)
@@ -90,7 +90,7 @@ func New(t testing.TB, o Options) Service {
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Redis.KeyPrefix = prefix
 	cfg.Redis.Timeout.Duration = 10 * time.Second
-	cfg.Sender.Timeout.Duration = time.Second
+	cfg.Sender.Timeout.Duration = 10 * time.Second
 	cfg.Sender.Fake.FailPrefixes = []string{FailPrefix}
 	cfg.Limits.LocalRefusalCache = 0
 	cfg.Pumping.Mode = pumping.ModeOff
