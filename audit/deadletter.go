@@ -27,6 +27,24 @@ const DeadLetterFile = "dead-letter.jsonl"
 type deadLetters struct {
 	mu   sync.Mutex
 	path string
+	// kept remembers the rows kept lately, so a row refused again (its
+	// group timed out after it was set apart, and was replayed) is kept
+	// once.
+	kept map[string]bool
+}
+
+// first reports whether the row with this id is not kept yet, and marks it.
+func (l *deadLetters) first(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.kept[id] {
+		return false
+	}
+	if l.kept == nil || len(l.kept) >= 10000 {
+		l.kept = map[string]bool{}
+	}
+	l.kept[id] = true
+	return true
 }
 
 type deadLetter struct {

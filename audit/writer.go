@@ -527,6 +527,9 @@ func (w *Writer) store(ctx context.Context, g group) error {
 }
 
 func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
+	if !w.dead.first(e.ID + "\x00" + e.Outcome) {
+		return nil
+	}
 	d := newDeadLetter(e, pgErr)
 	w.deadRows.Inc()
 	w.log.Error("Postgres refused an audit row for its data; kept in the dead letters, other rows go on",

@@ -158,7 +158,8 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 	dir := t.TempDir()
 	// A write timeout no loaded machine reaches while Postgres is up: once
 	// the proxy is cut, writes fail at once rather than time out.
-	w := newWriter(t, through, audit.Options{SpoolDir: dir, WriteTimeout: 5 * time.Second})
+	reg := prometheus.NewRegistry()
+	w := newWriter(t, through, audit.Options{SpoolDir: dir, WriteTimeout: 5 * time.Second, Metrics: reg})
 	ctx := context.Background()
 	if err := w.Record(ctx, event(0)); err != nil {
 		t.Fatal(err)
@@ -187,6 +188,8 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 	waitFor(t, "301 rows after Postgres came back", func() bool { return count(t, direct) == 301 })
 	// The spool is gone and new rows go straight to Postgres again.
 	waitFor(t, "the spool segments to go", func() bool { return spoolFiles(t, dir) == 0 })
+	// The switch back to Postgres follows the last segment's removal.
+	waitFor(t, "writing to Postgres again", func() bool { return metric(t, reg, "smsgw_audit_spooling") == 0 })
 	e := event(999)
 	if err := w.Record(ctx, e); err != nil {
 		t.Fatal(err)
