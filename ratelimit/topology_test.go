@@ -119,7 +119,7 @@ func TestReplicasMustHoldAnAdmission(t *testing.T) {
 		primary, replica, _ := redistopo.StartReplicated(t)
 		rdb := primary.Client()
 		t.Cleanup(func() { rdb.Close() })
-		l := mustReplicate(t, rdb, []*redistopo.Node{replica})
+		l := mustReplicate(t, rdb, []*redistopo.Node{replica}, true)
 		rc := replica.Client()
 		defer rc.Close()
 		if n, err := rc.ZCard(context.Background(), l.key(phone("+14155550100"))).Result(); err != nil || n != 1 {
@@ -130,15 +130,20 @@ func TestReplicasMustHoldAnAdmission(t *testing.T) {
 		c := redistopo.StartReplicatedCluster(t, 3)
 		rdb := c.Client()
 		t.Cleanup(func() { rdb.Close() })
-		mustReplicate(t, rdb, c.Nodes[3:])
+		// The cluster client may also meet a frozen replica when it reloads
+		// its slot map: any error will do. A reservation that could not be
+		// released then counts until its lease runs out, and no longer.
+		mustReplicate(t, rdb, c.Nodes[3:], false)
 	})
 }
 
-// mustReplicate freezes the replicas during one decision, then requires the
-// refund and a later admission.
-func mustReplicate(t *testing.T, rdb redis.UniversalClient, replicas []*redistopo.Node) *Limiter {
+// mustReplicate freezes the replicas during one decision, which must fail
+// (with a NotReplicatedError when notReplicated), then requires the refund:
+// an admission at once (notReplicated), or once any reservation left behind
+// has run out its lease.
+func mustReplicate(t *testing.T, rdb redis.UniversalClient, replicas []*redistopo.Node, notReplicated bool) *Limiter {
 	t.Helper()
-	l := New(rdb, "t:", Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Timeout: 500 * time.Millisecond, MinReplicas: 1})})
+	l := New(rdb, "t:", Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second, MinReplicas: 1})})
 	ctx := context.Background()
 	a, x := phone("+14155550100"), ip("203.0.113.7")
 	for _, r := range replicas {
@@ -149,20 +154,20 @@ func mustReplicate(t *testing.T, rdb redis.UniversalClient, replicas []*redistop
 		r.Resume()
 	}
 	var nr *redisbatch.NotReplicatedError
-	if !errors.As(err, &nr) {
+	if err == nil || notReplicated && !errors.As(err, &nr) {
 		t.Fatalf("allow with the replicas frozen: %v, want a NotReplicatedError", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(l.lease + 10*time.Second)
 	for {
 		d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
-		if err == nil {
-			if !d.Allowed {
-				t.Fatalf("refused after the replicas came back (the first admission was not refunded): %+v", d)
-			}
+		if err == nil && d.Allowed {
 			break
 		}
+		if err == nil && notReplicated {
+			t.Fatalf("refused after the replicas came back (the first admission was not refunded): %+v", d)
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no admission 10 s after the replicas came back: %v", err)
+			t.Fatalf("no admission %v after the replicas came back: %+v %v", l.lease+10*time.Second, d, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -159,7 +159,7 @@ func TestWaitForReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := redisbatch.New(rdb, redisbatch.Options{Timeout: time.Second, MinReplicas: tt.replicas})
+			b := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second, MinReplicas: tt.replicas})
 			if tt.pause {
 				replica.Pause()
 				defer replica.Resume()
@@ -278,7 +278,7 @@ func TestWaitForReplicasOnCluster(t *testing.T) {
 	rdb := c.Client()
 	defer rdb.Close()
 	ctx := context.Background()
-	b := redisbatch.New(rdb, redisbatch.Options{Timeout: time.Second, MinReplicas: 1})
+	b := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second, MinReplicas: 1})
 	// One key per shard, in the order of the masters.
 	keys := make([]string, 3)
 	for i := 0; keys[0] == "" || keys[1] == "" || keys[2] == ""; i++ {
