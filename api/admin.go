@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,9 +25,18 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.cfg.AdminToken == "" {
 			return otp.Errorf(otp.ENotFound, "no such endpoint")
 		}
+		if wait, blocked := s.AdminFailures.Blocked(clientIP(c)); blocked {
+			ev := adminEvent(c, "auth")
+			ev.Outcome = otp.ERateLimited
+			s.record(c.Request().Context(), ev)
+			secs := int64((wait + time.Second - 1) / time.Second)
+			return &otp.Error{Code: otp.ERateLimited, RetryAfter: secs, Fields: map[string]any{"scope": "admin_auth"},
+				Message: fmt.Sprintf("too many wrong admin tokens from this address; retry in %d s", secs)}
+		}
 		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.adminToken[:]) != 1 {
+			s.AdminFailures.Failed(clientIP(c))
 			ev := adminEvent(c, "auth")
 			ev.Outcome = otp.EUnauthorized
 			s.record(c.Request().Context(), ev)

@@ -25,6 +25,7 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", s.handleMetrics())
+	e.GET("/openapi.json", s.handleOpenAPI)
 
 	for _, ep := range s.Endpoints {
 		e.Add(ep.Method, ep.Path, func(c echo.Context) error { return ep.Handle(c.Response(), c.Request()) })

@@ -37,6 +37,9 @@ type Deps struct {
 	Pumping     otp.PumpingAdmin
 	Checks      []Check
 	Metrics     *prometheus.Registry
+	// AdminFailures slows down wrong admin tokens per client address; the
+	// console shares it, so guessing through both counts once.
+	AdminFailures *otp.AuthFailures
 	// Endpoints are the adapters' own routes (a provider's delivery
 	// receipts, the fake outbox), mounted beside the service's.
 	Endpoints []otp.Endpoint

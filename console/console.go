@@ -117,7 +117,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if h.Get("X-Request-ID") == "" { // the API's middleware sets it when mounted there
+	if id := otp.RequestID(r.Context()); id != "" { // mounted in the API, which made one
+		h.Set("X-Request-ID", id)
+	} else if h.Get("X-Request-ID") == "" {
 		h.Set("X-Request-ID", uuid.Must(uuid.NewV7()).String())
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10) // forms are small

@@ -23,6 +23,7 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/challenge"
+	"smsgw/console"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
@@ -186,12 +187,14 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 
 	auditLog, auditReader := d.AuditLog, otp.AuditReader(otp.NoAuditQueries{})
 	var deliveries otp.DeliveryLog
+	var auditSearch console.Audit
 	if auditLog == nil {
 		pg, err := a.startPostgres(ctx, d.Metrics)
 		if err != nil {
 			return nil, err
 		}
-		auditLog, auditReader, deliveries = pg.writer, audit.NewReader(pg.pool), audit.NewDeliveries(pg.pool)
+		reader := audit.NewReader(pg.pool)
+		auditLog, auditReader, deliveries, auditSearch = pg.writer, reader, audit.NewDeliveries(pg.pool), reader
 		checks = append(checks, api.Check{Name: "postgres", Check: pg.pool.Ping},
 			// Rows can be made durable somewhere (Postgres or the spool).
 			api.Check{Name: "audit", Check: pg.writer.Ready})
@@ -225,10 +228,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		return nil, err
 	}
 	a.providers = router.Providers()
+	codes := redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts)
 	a.Service = otp.NewService(cfg.domain(), otp.Deps{
 		Limiter:     limiter,
 		Sender:      router,
-		Codes:       redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts),
+		Codes:       codes,
 		Idempotency: redisstore.NewIdempotency(rdb, cfg.Redis.KeyPrefix),
 		Pumping:     guard,
 		Overrides:   guard,
@@ -248,14 +252,18 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			endpoints = append(endpoints, ep)
 		}
 	}
+	failures := otp.NewAuthFailures(adminFailuresMax, adminFailuresWindow, cfg.Limits.IPv6Prefix)
+	endpoints = append(endpoints, consoleEndpoints(cfg, sec.AdminToken, a.Service, consoleParts{codes: codes, audit: auditSearch,
+		auditLog: auditLog, pumping: guard, failures: failures, metrics: d.Metrics}, log)...)
 	a.Handler = api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,
 		AdminToken:     sec.AdminToken,
 		MaxAttempts:    cfg.OTP.MaxAttempts,
 		APIKeys:        cfg.apiKeys,
+		CORSOrigins:    cfg.corsOrigins,
 	}, api.Deps{Service: a.Service, AuditLog: auditLog, AuditReader: auditReader, Pumping: guard,
-		Checks: checks, Metrics: d.Metrics, Endpoints: endpoints})
+		Checks: checks, Metrics: d.Metrics, Endpoints: endpoints, AdminFailures: failures})
 
 	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

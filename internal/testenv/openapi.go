@@ -26,6 +26,11 @@ type contract struct {
 // document's server URL is dropped so that routes match whatever address a
 // test server listens on.
 var loadContract = sync.OnceValues(func() (*contract, error) {
+	// The console's page is HTML: its schema is a string.
+	openapi3filter.RegisterBodyDecoder("text/html", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	})
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.JSON)
 	if err != nil {
