@@ -147,6 +147,18 @@ func TestWaitForReplicas(t *testing.T) {
 	rdb := primary.Client()
 	defer rdb.Close()
 	ctx := context.Background()
+	// The replica may still be in its first sync: wait (with a deadline sized
+	// for a loaded machine) until it acknowledges a write.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rdb.Incr(ctx, "sync:"+testenv.Unique())
+		if n, err := rdb.Do(ctx, "WAIT", 1, 200).Int(); err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never acknowledged a write")
+		}
+	}
 	tests := []struct {
 		name     string
 		replicas int
@@ -159,7 +171,13 @@ func TestWaitForReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second, MinReplicas: tt.replicas})
+			// WAIT gets half the deadline: a replica in sync on a loaded
+			// machine gets 5 s to answer; the others need not wait that long.
+			timeout := 2 * time.Second
+			if tt.want {
+				timeout = 10 * time.Second
+			}
+			b := redisbatch.New(rdb, redisbatch.Options{Timeout: timeout, MinReplicas: tt.replicas})
 			if tt.pause {
 				replica.Pause()
 				defer replica.Resume()
