@@ -13,10 +13,14 @@ export SMSGW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/smsgw_test?
 export CI ?= true
 
 # Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
-FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
+FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzParsePhoneTrailing ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
 
-.PHONY: test services tools vet deploy-check fuzz run dev bench bench-pumping build
-test: services tools vet deploy-check
+# staticcheck at a pinned version, built into bin/ on first use.
+STATICCHECK_VERSION = v0.8.2
+STATICCHECK = bin/staticcheck-$(STATICCHECK_VERSION)
+
+.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-pumping build
+test: services tools vet staticcheck deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -36,6 +40,14 @@ vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
