@@ -2,6 +2,7 @@
 # make run    the service against local Redis and Postgres
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
+# make bench-http  wrk against the built binary and two baselines (installs wrk if missing)
 # make bench-pumping  the SMS pumping simulation: attacks next to real users, smsgw against three baselines
 
 GO        ?= go
@@ -19,7 +20,7 @@ FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzParsePhoneTrailing ./otp:FuzzCodeC
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-pumping build
+.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-pumping build
 test: services tools vet staticcheck deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -64,6 +65,12 @@ run: services
 
 dev:
 	$(GO) run ./cmd/smsgw -dev
+
+# wrk as its own process against the built binary (shipped defaults, durable
+# audit) and two baselines, interleaved rounds, medians (internal/benchhttp).
+bench-http: services
+	@command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+	$(GO) test -run '^$$' -bench BenchmarkWrk -benchtime 1x -timeout 60m -v ./internal/benchhttp | grep -v '^=== '
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit
