@@ -199,6 +199,11 @@ spool_dir = %q
 [pumping]
 mode = "shadow"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
+	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.
+	// '[pumping]\nmode = "off"'.
+	if extra := os.Getenv("SMSGW_BENCH_CONFIG"); extra != "" {
+		cfg = mergeTOML(cfg, strings.ReplaceAll(extra, `\n`, "\n"))
+	}
 	path := filepath.Join(dir, "smsgw.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
@@ -268,6 +273,55 @@ func startBaselines(b *testing.B, rdb *redis.Client, prefix string) string {
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Shutdown(context.Background()) })
 	return "http://" + ln.Addr().String()
+}
+
+// mergeTOML puts extra's keys into base, table by table (a key extra sets
+// replaces base's; a table base lacks is added).
+func mergeTOML(base, extra string) string {
+	table := ""
+	keys := map[string][]string{} // table -> lines
+	var order []string
+	for _, line := range strings.Split(extra, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "["):
+			table = line
+		default:
+			if _, ok := keys[table]; !ok {
+				order = append(order, table)
+			}
+			keys[table] = append(keys[table], line)
+		}
+	}
+	var out []string
+	table = ""
+	flush := func() {
+		out = append(out, keys[table]...)
+		delete(keys, table)
+	}
+	for _, line := range strings.Split(base, "\n") {
+		if strings.HasPrefix(line, "[") {
+			flush()
+			table = line
+			out = append(out, line)
+			continue
+		}
+		if k, _, ok := strings.Cut(line, "="); ok && slices.ContainsFunc(keys[table], func(e string) bool {
+			ek, _, _ := strings.Cut(e, "=")
+			return strings.TrimSpace(ek) == strings.TrimSpace(k)
+		}) {
+			continue
+		}
+		out = append(out, line)
+	}
+	flush()
+	for _, t := range order {
+		if lines, ok := keys[t]; ok {
+			out = append(append(out, t), lines...)
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
 }
 
 func freeAddr(b *testing.B) string {
