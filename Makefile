@@ -2,6 +2,7 @@
 # make run    the service against local Redis and Postgres
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
+# make bench-http  wrk against the built binary and two baselines (installs wrk if missing)
 # make bench-pumping  the SMS pumping simulation: attacks next to real users, smsgw against three baselines
 
 GO        ?= go
@@ -13,10 +14,14 @@ export SMSGW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/smsgw_test?
 export CI ?= true
 
 # Fuzz targets, as package:Target. Each runs for FUZZTIME in make test.
-FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
+FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzParsePhoneTrailing ./otp:FuzzCodeComparison ./api:FuzzDecodeSend ./api:FuzzDecodeVerify ./api:FuzzClientIP
 
-.PHONY: test services tools vet deploy-check fuzz run dev bench bench-pumping build
-test: services tools vet deploy-check
+# staticcheck at a pinned version, built into bin/ on first use.
+STATICCHECK_VERSION = v0.8.2
+STATICCHECK = bin/staticcheck-$(STATICCHECK_VERSION)
+
+.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-pumping build
+test: services tools vet staticcheck deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -37,6 +42,14 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
+
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; \
@@ -52,6 +65,12 @@ run: services
 
 dev:
 	$(GO) run ./cmd/smsgw -dev
+
+# wrk as its own process against the built binary (shipped defaults, durable
+# audit) and two baselines, interleaved rounds, medians (internal/benchhttp).
+bench-http: services
+	@command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+	$(GO) test -run '^$$' -bench BenchmarkWrk -benchtime 1x -timeout 60m -v ./internal/benchhttp | grep -v '^=== '
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit

@@ -466,7 +466,7 @@ func (w *Writer) commit(g group) error {
 		w.spooling.Store(true)
 	}
 	if w.spool == nil {
-		return w.writeWithRetry(g, errors.New("Postgres not ready"))
+		return w.writeWithRetry(g, errors.New("postgres not ready"))
 	}
 	// A batch Postgres took too long for may still commit; its replay then
 	// finds the rows stored and skips them.

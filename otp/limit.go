@@ -41,12 +41,18 @@ type Subject struct {
 	// their scope is the same (send and verify both count per IP).
 	Key   string
 	Rules []Rule
+	// Name is what RateLimit-Policy calls the subject's windows
+	// ("prefix7-1h"), where Scope alone would name two subjects alike;
+	// empty means Scope.
+	Name string
 }
 
 // Window is the state of one rule of one subject as seen by a decision.
 type Window struct {
 	Scope string
-	Rule  Rule
+	// Name is the subject's Name (see Subject).
+	Name string
+	Rule Rule
 	// Used counts the admitted requests in the window, this one included
 	// when it was admitted.
 	Used int
@@ -59,8 +65,14 @@ type Window struct {
 // Remaining is how many more requests this window admits right now.
 func (w Window) Remaining() int { return max(w.Rule.Max-w.Used, 0) }
 
-// Policy is the window's name in RateLimit headers, e.g. "phone-1m".
-func (w Window) Policy() string { return w.Scope + "-" + w.Rule.Label() }
+// Policy is the window's name in RateLimit headers, e.g. "phone-1m": unique
+// among the windows of a decision.
+func (w Window) Policy() string {
+	if w.Name != "" {
+		return w.Name + "-" + w.Rule.Label()
+	}
+	return w.Scope + "-" + w.Rule.Label()
+}
 
 // Decision is the limiter's answer for one request.
 type Decision struct {

@@ -106,7 +106,7 @@ func untouched(now time.Time, subjects []Subject) Decision {
 	d := Decision{Allowed: true, Now: now}
 	for _, s := range subjects {
 		for _, r := range s.Rules {
-			w := Window{Scope: s.Scope, Rule: r, Reset: r.Window}
+			w := Window{Scope: s.Scope, Name: s.Name, Rule: r, Reset: r.Window}
 			d.Policies = append(d.Policies, w)
 			t := d.Tightest
 			if len(d.Policies) == 1 || r.Max < t.Rule.Max || (r.Max == t.Rule.Max && r.Window > t.Rule.Window) {

@@ -2,6 +2,7 @@ package otp
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
@@ -43,7 +44,7 @@ func ParsePhone(raw, region string) (Phone, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Phone{}, Errorf(EInvalidPhone, "phone is empty")
 	}
-	num, err := phonenumbers.Parse(raw, strings.ToUpper(region))
+	num, err := phonenumbers.Parse(trimUnwantedEnd(raw), strings.ToUpper(region))
 	if err != nil {
 		return Phone{}, &Error{Code: EInvalidPhone, Message: "phone is not a phone number", Err: err}
 	}
@@ -55,6 +56,17 @@ func ParsePhone(raw, region string) (Phone, error) {
 		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number")
 	}
 	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num}, nil
+}
+
+// trimUnwantedEnd drops what libphonenumber drops from the end of a number
+// before parsing it: everything after its last digit, letter or '#' (a
+// comma, a right-to-left mark, a closing bidi isolate, an emoji). Its
+// pattern, UNWANTED_END_CHARS "[[\P{N}&&\P{L}]&&[^#]]+$", is a Java class
+// intersection; nyaruka/phonenumbers hands it to Go's regexp, which has no
+// intersections and reads it as a pattern that strips nothing, so the port
+// refuses "+24762889," where libphonenumber reads +247 6288 9.
+func trimUnwantedEnd(s string) string {
+	return strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsNumber(r) && !unicode.IsLetter(r) && r != '#' })
 }
 
 // PlusFromQuery undoes what an unencoded "+" becomes in a URL query (a

@@ -231,7 +231,6 @@ func TestVerify(t *testing.T) {
 		err        string
 		left       int
 		reason     string
-		wantPhone  string
 		phoneInput string
 	}
 	tests := []struct {
@@ -684,5 +683,39 @@ func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 		if _, err := s.Send(context.Background(), sendReq(p, fmt.Sprintf("198.51.100.%d", 150+i))); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
+	}
+}
+
+// Every window of a decision has its own RateLimit-Policy name, also when
+// two subjects share a scope and a window length.
+func TestPolicyNamesAreUnique(t *testing.T) {
+	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+		hour := app.Duration{Duration: time.Hour}
+		c.Limits.Prefix = []app.LimitRule{{Digits: 5, Window: hour, Max: 50}, {Digits: 7, Window: hour, Max: 2}}
+		c.Limits.Country = windows(otp.Rule{Window: time.Hour, Max: 1000})
+		c.Limits.Global = windows(otp.Rule{Window: time.Hour, Max: 1000})
+	}})
+	ctx := context.Background()
+	res, err := s.Send(ctx, sendReq("+447400123456", "198.51.100.160"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, w := range res.Decision.Policies {
+		if seen[w.Policy()] {
+			t.Fatalf("%q names two windows: %+v", w.Policy(), res.Decision.Policies)
+		}
+		seen[w.Policy()] = true
+	}
+	for _, want := range []string{"phone-1m", "ip-1h", "country-1h", "prefix5-1h", "prefix7-1h", "global-1h"} {
+		if !seen[want] {
+			t.Errorf("no window named %q in %v", want, seen)
+		}
+	}
+	// The refusing window is named as RateLimit-Policy names it.
+	s.Send(ctx, sendReq("+447400123457", "198.51.100.161"))
+	res, err = s.Send(ctx, sendReq("+447400123458", "198.51.100.162"))
+	if otp.ErrorCode(err) != otp.ERateLimited || res.Decision.Tightest.Policy() != "prefix7-1h" {
+		t.Fatalf("third send in the range: %v, tightest %q", err, res.Decision.Tightest.Policy())
 	}
 }

@@ -1,11 +1,17 @@
 package otp
 
-import "net/netip"
+import (
+	"net/netip"
+	"strconv"
+)
 
 // sendSubject is one kind of thing a send is counted against. The table of
 // them (sendSubjects) is the one place a new kind is added.
 type sendSubject struct {
 	scope string
+	// name tells subjects of one scope apart in RateLimit-Policy; "" when
+	// the scope has one subject.
+	name string
 	// of says whose identity the key is made of, which decides where the
 	// support desk sees the subject.
 	of    subjectOwner
@@ -42,7 +48,7 @@ func sendSubjects(cfg Config) []sendSubject {
 	}
 	for _, pr := range cfg.PrefixRules {
 		n := pr.Digits
-		table = append(table, sendSubject{scope: "prefix", of: ofShared, rules: pr.Rules, key: func(p Phone, _ netip.Addr) string {
+		table = append(table, sendSubject{scope: "prefix", name: "prefix" + strconv.Itoa(n), of: ofShared, rules: pr.Rules, key: func(p Phone, _ netip.Addr) string {
 			digits := p.E164[1:]
 			if len(digits) > n {
 				digits = digits[:n]
@@ -77,7 +83,7 @@ func (s *Service) subjectsOf(of subjectOwner, phone Phone, clientIP netip.Addr) 
 			continue
 		}
 		if key := t.key(phone, clientIP); key != "" {
-			subjects = append(subjects, Subject{Scope: t.scope, Key: key, Rules: t.rules})
+			subjects = append(subjects, Subject{Scope: t.scope, Key: key, Rules: t.rules, Name: t.name})
 		}
 	}
 	return subjects

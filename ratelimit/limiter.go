@@ -241,7 +241,7 @@ func policiesOf(subjects []otp.Subject) []otp.Window {
 	var policies []otp.Window
 	for _, s := range subjects {
 		for _, r := range s.Rules {
-			policies = append(policies, otp.Window{Scope: s.Scope, Rule: r})
+			policies = append(policies, otp.Window{Scope: s.Scope, Name: s.Name, Rule: r})
 		}
 	}
 	return policies

@@ -1,0 +1,47 @@
+-- wrk script for POST /v1/otp/send (and the baselines, which take the same
+-- requests). Arguments: path, mode ("fresh": a new valid US number from a new
+-- client address every request; "hot": one number from one address), and a
+-- base that keeps each round's numbers apart.
+local threads = {}
+
+function setup(thread)
+  thread:set("tid", #threads)
+  table.insert(threads, thread)
+end
+
+local areas = {"206", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
+
+function init(args)
+  path, mode, base = args[1], args[2], tonumber(args[3])
+  n = 0
+  codes = {}
+end
+
+function request()
+  n = n + 1
+  local i = base + tid * 1000000 + n
+  local phone, ip
+  if mode == "fresh" then
+    local area = areas[math.floor(i / 8000000) % 10 + 1]
+    phone = string.format("+1%s%03d%04d", area, 200 + math.floor(i / 10000) % 800, i % 10000)
+    ip = string.format("10.%d.%d.%d", math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256)
+  else
+    phone = string.format("+1650253%04d", base % 10000)
+    ip = string.format("192.0.2.%d", base % 250 + 1)
+  end
+  local headers = {["Content-Type"] = "application/json", ["X-Forwarded-For"] = ip}
+  return wrk.format("POST", path, headers, '{"phone":"' .. phone .. '"}')
+end
+
+function response(status)
+  codes[status] = (codes[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  for _, t in ipairs(threads) do
+    for status, count in pairs(t:get("codes")) do
+      io.write(string.format("status %d %d\n", status, count))
+    end
+  end
+  io.write(string.format("p50 %d\np99 %d\n", latency:percentile(50), latency:percentile(99)))
+end

@@ -1,0 +1,370 @@
+// Package benchhttp measures smsgw's HTTP paths from outside: wrk, a separate
+// process, against the built binary (the shipped defaults: the mission's
+// limits, durable audit in Postgres) and against two baselines in the same
+// run, round after round, so the machine's drift hits all alike.
+//
+//	make bench-http                      # 5 rounds of 5 s per scenario
+//	SMSGW_BENCH_ROUNDS=7 SMSGW_BENCH_ATTACK=10s make bench-http
+package benchhttp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/internal/testenv"
+)
+
+// scenario is one wrk run per round.
+type scenario struct {
+	name, url, path, mode string
+	// base is the baseline this scenario is divided by ("" for a baseline).
+	base string
+	// check says what is wrong with the status codes wrk saw, or "".
+	check func(codes map[int]int) string
+}
+
+// result is what one wrk run measured.
+type result struct {
+	rate     float64
+	p50, p99 time.Duration
+	codes    map[int]int
+}
+
+func BenchmarkWrk(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Fatal("wrk is not installed (make bench-http installs it with apt-get)")
+	}
+	rounds := envInt(b, "SMSGW_BENCH_ROUNDS", 5)
+	attack := envDuration(b, "SMSGW_BENCH_ATTACK", 5*time.Second)
+	conns := envInt(b, "SMSGW_BENCH_CONNECTIONS", 64)
+
+	rdb, prefix := testenv.Redis(b)
+	dsn := testenv.MigratedDatabase(b)
+	smsgwURL := startSmsgw(b, prefix+"smsgw:", dsn)
+	baseURL := startBaselines(b, rdb, prefix+"bare:")
+	script, err := filepath.Abs("send.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	allOK := func(want int) func(map[int]int) string {
+		return func(codes map[int]int) string {
+			for c, n := range codes {
+				if c != want && n > 0 {
+					return fmt.Sprintf("%d answers %d, want only %d", n, c, want)
+				}
+			}
+			return ""
+		}
+	}
+	scenarios := []scenario{
+		{name: "baseline-redis", url: baseURL, path: "/redis", mode: "fresh", check: allOK(202)},
+		{name: "accepted", url: smsgwURL, path: "/v1/otp/send", mode: "fresh", base: "baseline-redis", check: allOK(202)},
+		{name: "baseline-429", url: baseURL, path: "/refuse", mode: "hot", check: allOK(429)},
+		{name: "refused", url: smsgwURL, path: "/v1/otp/send", mode: "hot", base: "baseline-429", check: func(codes map[int]int) string {
+			total := 0
+			for _, n := range codes {
+				total += n
+			}
+			if codes[202] > 1 || codes[429] != total-codes[202] {
+				return fmt.Sprintf("codes %v, want one 202 at most and 429 for the rest", codes)
+			}
+			return ""
+		}},
+	}
+
+	ratios := map[string][]float64{}
+	rates := map[string][]float64{}
+	last := map[string]result{}
+	base := 0
+	for b.Loop() {
+		for round := range rounds {
+			got := map[string]result{}
+			for _, sc := range scenarios {
+				base += 4_000_000
+				r := runWrk(b, script, sc, base, attack, conns)
+				if why := sc.check(r.codes); why != "" {
+					b.Fatalf("round %d, %s: %s", round+1, sc.name, why)
+				}
+				got[sc.name], last[sc.name] = r, r
+				rates[sc.name] = append(rates[sc.name], r.rate)
+				if sc.base != "" {
+					ratios[sc.name] = append(ratios[sc.name], r.rate/got[sc.base].rate)
+				}
+			}
+			b.Logf("round %d: %s", round+1, roundLine(scenarios, got))
+		}
+	}
+	b.Logf("wrk -t2 -c%d, %d rounds of %s per scenario, interleaved; medians:", conns, rounds, attack)
+	b.Logf("%-15s %10s %9s %9s %8s", "scenario", "req/s", "p50", "p99", "x base")
+	for _, sc := range scenarios {
+		x := "1.00"
+		if sc.base != "" {
+			x = fmt.Sprintf("%.2f", median(ratios[sc.name]))
+			b.ReportMetric(median(ratios[sc.name]), sc.name+"-x-base")
+		}
+		b.ReportMetric(median(rates[sc.name]), sc.name+"-req/s")
+		b.Logf("%-15s %10.0f %9s %9s %8s", sc.name, median(rates[sc.name]),
+			last[sc.name].p50.Round(10*time.Microsecond), last[sc.name].p99.Round(10*time.Microsecond), x)
+	}
+}
+
+func roundLine(scenarios []scenario, got map[string]result) string {
+	var parts []string
+	for _, sc := range scenarios {
+		parts = append(parts, fmt.Sprintf("%s %.0f/s", sc.name, got[sc.name].rate))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var (
+	rateRE   = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	statusRE = regexp.MustCompile(`(?m)^status (\d+) (\d+)$`)
+	pctRE    = regexp.MustCompile(`(?m)^p(50|99) (\d+)$`)
+)
+
+// runWrk runs one attack as its own process and reads its report.
+func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Duration, conns int) result {
+	b.Helper()
+	cmd := exec.Command("wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(attack/time.Second))+"s",
+		"--timeout", "10s", "-s", script, sc.url, "--", sc.path, sc.mode, strconv.Itoa(base))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("wrk: %v\n%s", err, out)
+	}
+	m := rateRE.FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("wrk said no rate:\n%s", out)
+	}
+	r := result{codes: map[int]int{}}
+	r.rate, _ = strconv.ParseFloat(string(m[1]), 64)
+	for _, s := range statusRE.FindAllSubmatch(out, -1) {
+		c, _ := strconv.Atoi(string(s[1]))
+		n, _ := strconv.Atoi(string(s[2]))
+		r.codes[c] += n
+	}
+	for _, p := range pctRE.FindAllSubmatch(out, -1) {
+		us, _ := strconv.Atoi(string(p[2]))
+		if string(p[1]) == "50" {
+			r.p50 = time.Duration(us) * time.Microsecond
+		} else {
+			r.p99 = time.Duration(us) * time.Microsecond
+		}
+	}
+	if strings.Contains(string(out), "Socket errors") {
+		b.Fatalf("%s: wrk saw socket errors:\n%s", sc.name, out)
+	}
+	return r
+}
+
+// startSmsgw builds the binary and runs it with the shipped defaults, except
+// the addresses, its own key prefix and database, loopback trusted as a
+// proxy (so X-Forwarded-For names the fresh clients), and the pumping rules
+// in shadow mode: every request texts a fresh number nobody verifies, which
+// enforce mode exists to refuse; shadow runs the same Redis script.
+func startSmsgw(b *testing.B, prefix, dsn string) string {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "smsgw")
+	if out, err := exec.Command("go", "build", "-o", bin, "smsgw/cmd/smsgw").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	addr := freeAddr(b)
+	cfg := fmt.Sprintf(`[server]
+listen = %q
+trusted_proxies = ["127.0.0.0/8"]
+[log]
+level = "error"
+[redis]
+url = %q
+key_prefix = %q
+[postgres]
+url = %q
+[audit]
+spool_dir = %q
+[pumping]
+mode = "shadow"
+`, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
+	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.
+	// '[pumping]\nmode = "off"'.
+	if extra := os.Getenv("SMSGW_BENCH_CONFIG"); extra != "" {
+		cfg = mergeTOML(cfg, strings.ReplaceAll(extra, `\n`, "\n"))
+	}
+	path := filepath.Join(dir, "smsgw.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-config", path)
+	cmd.Env = append(os.Environ(), "SMSGW_SECRET=bench-secret-0123456789abcdefghijklmnop")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if res, err := http.Get(url + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return url
+			}
+		}
+		select {
+		case <-exited:
+			b.Fatal("smsgw exited before it was ready")
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("smsgw not ready after 60 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startBaselines serves the two baselines on one Echo server in this process:
+// POST /redis does one Redis round trip and answers 202 JSON, what any
+// handler on this stack that touches Redis costs at least; POST /refuse
+// answers 429 JSON with Retry-After, what any refusal costs at least.
+func startBaselines(b *testing.B, rdb *redis.Client, prefix string) string {
+	b.Helper()
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.POST("/redis", func(c echo.Context) error {
+		n, err := rdb.Incr(c.Request().Context(), prefix+"count").Result()
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, map[string]any{"id": n, "status": "pending"})
+	})
+	e.POST("/refuse", func(c echo.Context) error {
+		c.Response().Header().Set("Retry-After", "60")
+		return c.JSON(http.StatusTooManyRequests, map[string]any{"error": map[string]any{"code": "rate_limited", "retry_after": 60}})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: e}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return "http://" + ln.Addr().String()
+}
+
+// mergeTOML puts extra's keys into base, table by table (a key extra sets
+// replaces base's; a table base lacks is added).
+func mergeTOML(base, extra string) string {
+	table := ""
+	keys := map[string][]string{} // table -> lines
+	var order []string
+	for _, line := range strings.Split(extra, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "["):
+			table = line
+		default:
+			if _, ok := keys[table]; !ok {
+				order = append(order, table)
+			}
+			keys[table] = append(keys[table], line)
+		}
+	}
+	var out []string
+	table = ""
+	flush := func() {
+		out = append(out, keys[table]...)
+		delete(keys, table)
+	}
+	for _, line := range strings.Split(base, "\n") {
+		if strings.HasPrefix(line, "[") {
+			flush()
+			table = line
+			out = append(out, line)
+			continue
+		}
+		if k, _, ok := strings.Cut(line, "="); ok && slices.ContainsFunc(keys[table], func(e string) bool {
+			ek, _, _ := strings.Cut(e, "=")
+			return strings.TrimSpace(ek) == strings.TrimSpace(k)
+		}) {
+			continue
+		}
+		out = append(out, line)
+	}
+	flush()
+	for _, t := range order {
+		if lines, ok := keys[t]; ok {
+			out = append(append(out, t), lines...)
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive whole number", name, s)
+	}
+	return n
+}
+
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		b.Fatalf("%s=%q: want a duration of at least 1s", name, s)
+	}
+	return d
+}
