@@ -162,18 +162,18 @@ for i = 1, n do
     local v = redis.call('HMGET', st.key, 's' .. cur, 's' .. (cur - 1))
     local hour = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) * (1 - frac)
     st.price, st.b = price, b
+    st.refuse = false
     if hb > 0 and hour + price > hb then
-      u, budget = hour, hb
+      u, budget, st.refuse = hour, hb, true
       st.retry = (cur + 1) * bucket - now
     elseif db > 0 and S + price > db then
-      u, budget = S, db
-      st.retry = wait(st.key, S + price, db + 1, b, true)
+      u, budget, st.refuse = S, db, true
+      if rule == 0 then st.retry = wait(st.key, S + price, db + 1, b, true) end
     elseif db > 0 then
       u, budget = S, db
     else
       u, budget = hour, hb
     end
-    st.refuse = st.retry ~= nil
   else
     if kind == 'c' then
       st.pend = KEYS[ki]
@@ -207,7 +207,8 @@ for i = 1, n do
         st.refuse, st.probe = false, true
       end
     end
-    if st.refuse then
+    -- Only the first refusing rule is reported: only its wait is worked out.
+    if st.refuse and rule == 0 then
       st.retry = wait(st.key, need, budget + 1, b, kind == 'c')
     end
   end
@@ -219,6 +220,8 @@ for i = 1, n do
   if budget > 0 and u / budget >= nearr then
     near, nearu, nearb, nearr = i, u, budget, u / budget
   end
+  -- Enforced and refused: nothing will be counted, the rest need no look.
+  if rule > 0 and mode ~= 1 then break end
 end
 
 if rule > 0 then
