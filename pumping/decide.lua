@@ -168,7 +168,7 @@ for i = 1, n do
       st.retry = (cur + 1) * bucket - now
     elseif db > 0 and S + price > db then
       u, budget, st.refuse = S, db, true
-      if rule == 0 then st.retry = wait(st.key, S + price, db + 1, b, true) end
+      if rule == 0 and mode ~= 1 then st.retry = wait(st.key, S + price, db + 1, b, true) end
     elseif db > 0 then
       u, budget = S, db
     else
@@ -207,15 +207,16 @@ for i = 1, n do
         st.refuse, st.probe = false, true
       end
     end
-    -- Only the first refusing rule is reported: only its wait is worked out.
-    if st.refuse and rule == 0 then
+    -- Only the first refusing rule is reported: only its wait is worked out,
+    -- and shadow mode, which refuses nothing, needs none.
+    if st.refuse and rule == 0 and mode ~= 1 then
       st.retry = wait(st.key, need, budget + 1, b, kind == 'c')
     end
   end
   st.u, st.budget = u, budget
   state[i] = st
   if st.refuse and rule == 0 then
-    rule, ru, rb, retry = i, u, budget, st.retry
+    rule, ru, rb, retry = i, u, budget, st.retry or 0
   end
   if budget > 0 and u / budget >= nearr then
     near, nearu, nearb, nearr = i, u, budget, u / budget
