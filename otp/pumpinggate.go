@@ -18,6 +18,8 @@ type pumpingGate struct {
 	// solved is set once the request's challenge token was accepted.
 	solved bool
 	res    PumpingReservation
+	// refusal is the audit reason of the gate's refusal, set with it.
+	refusal string
 }
 
 // held answers from memory, before anything touches Redis.
@@ -51,6 +53,7 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 			return unavailable("pumping", err)
 		}
 		if res.Refused != nil {
+			g.refusal = res.Refused.Reason()
 			return pumpingRefused(*res.Refused)
 		}
 	}
@@ -62,11 +65,13 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 // challenge, which a solved one passes (the money ceiling excepted).
 func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	if g.s.Challenge == nil || r.Scope == "spend" {
+		g.refusal = r.Reason()
 		return pumpingRefused(r)
 	}
 	if g.solved {
 		return nil
 	}
+	g.refusal = "challenge_required:" + r.Reason()
 	if g.req.ChallengeToken == "" {
 		return challengeRequired(g.s.Challenge.Widget(), r, "solve the challenge and send again with its challenge_token")
 	}
@@ -76,9 +81,10 @@ func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	case errors.As(err, &rejected):
 		return challengeRequired(g.s.Challenge.Widget(), r, "the challenge_token was not accepted; solve a new challenge")
 	case err != nil:
+		g.refusal = ""
 		return unavailable("challenge", err)
 	}
-	g.solved = true
+	g.refusal, g.solved = "", true
 	return nil
 }
 
@@ -141,4 +147,12 @@ func challengeRequired(w ChallengeWidget, r PumpingRefusal, hint string) *Error 
 		Message: "this request needs a bot challenge: " + hint,
 		Fields:  map[string]any{"challenge": w, "scope": r.Scope, "rule": r.Rule},
 	}
+}
+
+// joinReasons joins two audit reasons, the second possibly empty.
+func joinReasons(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "," + b
 }

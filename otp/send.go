@@ -94,7 +94,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// A subject a pumping rule holds is refused from memory: a flood on a
 	// held range costs no Redis call.
 	if err := gate.held(ctx, phone); err != nil {
-		res.Reason = pumpingReason(err)
+		res.Reason = gate.refusal
 		return res, err
 	}
 
@@ -115,7 +115,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	defer cancel()
 	if err := gate.reserve(ctx, phone); err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason = pumpingReason(err)
+		res.Reason = gate.refusal
 		return res, err
 	}
 	// Both the windows and the pumping guard hold this send now.
