@@ -1,7 +1,6 @@
 package pumping
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -404,38 +403,27 @@ func (s *sim) run(sc *scenario, length time.Duration) []simRow {
 	if sc != nil {
 		name = sc.name
 	}
-	var rows []simRow
+	rows := make([]simRow, len(s.policies))
 	var wg sync.WaitGroup
-	for _, p := range s.policies {
-		wg.Go(func() { rows = appendRow(rows, s.runPolicy(p, users, base, length, name)) })
+	for i, p := range s.policies {
+		wg.Go(func() { rows[i] = s.runPolicy(p, users, base, length, name) })
 	}
 	wg.Wait()
 	s.elapsed += length
 	if sc == nil {
 		return nil
 	}
-	slices.SortFunc(rows, func(a, b simRow) int {
-		return cmp.Compare(slices.Index(policyOrder, a.policy), slices.Index(policyOrder, b.policy))
-	})
-	return rows
+	return rows // in the policies' order: smsgw first, then the baselines
 }
-
-var rowsMu sync.Mutex
-
-func appendRow(rows []simRow, r simRow) []simRow {
-	rowsMu.Lock()
-	defer rowsMu.Unlock()
-	return append(rows, r)
-}
-
-var policyOrder = []string{"smsgw", "windows only", "country quarantine", "authgear"}
 
 // runPolicy plays the users through one policy: each user's own copy, so
 // policies never see each other's outcomes.
 func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, name string) simRow {
 	q := make(queue, 0, len(template))
+	users := make([]*user, 0, len(template))
 	for _, t := range template {
 		u := *t
+		users = append(users, &u)
 		q = append(q, event{at: base + t.start, kind: evSend, u: &u})
 	}
 	heap.Init(&q)
@@ -475,7 +463,6 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 		batch = append(batch, e)
 	}
 	flush()
-	users := s.collect(p)
 	for _, u := range users {
 		switch {
 		case u.attack && u.own:
@@ -501,30 +488,6 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 	return row
 }
 
-// seen records every user a policy handled, for collect.
-var seen sync.Map // policy → *[]*user
-
-func (s *sim) collect(p policy) []*user {
-	v, ok := seen.LoadAndDelete(p)
-	if !ok {
-		return nil
-	}
-	return *v.(*userList).l
-}
-
-type userList struct {
-	mu sync.Mutex
-	l  *[]*user
-}
-
-func record(p policy, u *user) {
-	v, _ := seen.LoadOrStore(p, &userList{l: &[]*user{}})
-	ul := v.(*userList)
-	ul.mu.Lock()
-	*ul.l = append(*ul.l, u)
-	ul.mu.Unlock()
-}
-
 var queueMu sync.Mutex
 
 func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
@@ -532,9 +495,6 @@ func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 	at := e.at
 	switch e.kind {
 	case evSend, evResend:
-		if e.kind == evSend {
-			record(p, u)
-		}
 		v := p.decide(now, u)
 		switch {
 		case v.pumping != "":
