@@ -156,6 +156,10 @@ func outcomeOf(err error, success string) string {
 		return code
 	case otp.EUnsupportedMediaType, otp.ERequestTooLarge:
 		return otp.EInvalidRequest
+	case otp.EChallengeRequired:
+		// A challenge stands in for a pumping rule's refusal: refused like
+		// one, the reason saying a challenge was asked for.
+		return otp.ERateLimited
 	default:
 		return otp.EUnavailable
 	}

@@ -353,4 +353,17 @@ verify_url = %q
 	if r := send(12, "solved-by-a-person"); r.Status != 202 {
 		t.Fatalf("solved challenge: %d %s", r.Status, r.Raw)
 	}
+	p.stop(t)
+	challenged := 0
+	for _, row := range auditRows(t, e) {
+		if deref(row.Reason) == "challenge_required:pumping:range_100" {
+			if row.Outcome != "rate_limited" {
+				t.Fatalf("a challenge is audited as %q; want rate_limited", row.Outcome)
+			}
+			challenged++
+		}
+	}
+	if challenged != 2 {
+		t.Fatalf("%d audit rows say a challenge was asked for; want 2", challenged)
+	}
 }
