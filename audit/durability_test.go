@@ -285,3 +285,48 @@ func TestRecordTwiceStoresOnce(t *testing.T) {
 		t.Fatalf("%d rows, want 2", n)
 	}
 }
+
+// TestFinishReplacesSendingThroughTheWriter: the writer's final outcomes,
+// gathered for a while and written by one UPDATE, replace "sending"; one
+// whose row is not stored as "sending" (its first row never reached
+// Postgres, or it is finished twice) still ends as exactly one final row.
+func TestFinishReplacesSendingThroughTheWriter(t *testing.T) {
+	pool := newPool(t, newDatabase(t))
+	w := newWriter(t, pool, audit.Options{WriteTimeout: time.Minute, FinalEvery: 20 * time.Millisecond})
+	ctx := context.Background()
+	stored, missing, twice := event(1), event(2), event(3)
+	for _, e := range []otp.AuditEvent{stored, twice} {
+		first := e
+		first.Outcome, first.Provider, first.MessageID = otp.OutcomeSending, "", ""
+		if err := w.Record(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Finish(stored)
+	w.Finish(missing)
+	w.Finish(twice)
+	w.Finish(twice)
+	outcomes := func() map[string]string {
+		rows, err := pool.Query(ctx, "SELECT id::text, outcome || '/' || coalesce(provider_message_id, '') FROM audit_log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var id, o string
+			if err := rows.Scan(&id, &o); err != nil {
+				t.Fatal(err)
+			}
+			got[id] = o
+		}
+		return got
+	}
+	want := map[string]string{}
+	for _, e := range []otp.AuditEvent{stored, missing, twice} {
+		want[e.ID] = e.Outcome + "/" + e.MessageID
+	}
+	waitFor(t, "every final outcome", func() bool { return fmt.Sprint(outcomes()) == fmt.Sprint(want) })
+	if n := count(t, pool); n != 3 {
+		t.Fatalf("%d rows, want 3", n)
+	}
+}

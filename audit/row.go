@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -70,21 +71,24 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 
 // writeGroup stores a group as the writer forms it, the cheap way: rows
 // seen for the first time go straight into audit_log by COPY (as every row
-// did before sends had two versions), and only sends' final outcomes go
-// through the staging table. A first row that is stored already (the group
-// is a retry) fails the COPY; then the group is written by Write.
+// did before sends had two versions), and sends' final outcomes replace
+// their "sending" rows in one UPDATE; only a final outcome whose row is not
+// there as "sending" (its first row is still in a spool, or the group is a
+// retry) goes through the staging table. A first row that is stored already
+// (the group is a retry) fails the COPY; then the group is written by Write.
 func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.AuditEvent) error {
 	var err error
-	if len(finals) == 0 {
+	switch {
+	case len(finals) == 0:
 		_, err = pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, source(fresh))
-	} else {
+	case len(fresh) == 0:
+		err = finish(ctx, pool, finals)
+	default:
 		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if len(fresh) > 0 {
-				if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, source(fresh)); err != nil {
-					return err
-				}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, columns, source(fresh)); err != nil {
+				return err
 			}
-			return upsertStaged(ctx, tx, finals)
+			return finish(ctx, tx, finals)
 		})
 	}
 	all := slices.Concat(fresh, finals)
@@ -96,6 +100,51 @@ func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.Aud
 		return fmt.Errorf("audit: write %d rows: %w", len(all), err)
 	}
 	return applyEarlyReceipts(ctx, pool, all)
+}
+
+// finishSending replaces "sending" with final outcomes, and names the rows
+// it changed.
+const finishSending = `UPDATE audit_log a
+	SET outcome = u.outcome, reason = NULLIF(u.reason, ''), provider = NULLIF(u.provider, ''),
+		provider_message_id = NULLIF(u.message_id, '')
+	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[])
+		AS u(id, created_at, outcome, reason, provider, message_id)
+	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
+	RETURNING a.id::text`
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// finish writes sends' final outcomes: one UPDATE for the rows stored as
+// "sending" (nearly all), the staging table's upsert for the rest.
+func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
+	finals = latest(finals)
+	n := len(finals)
+	ids, times := make([]string, n), make([]time.Time, n)
+	outcomes, reasons, providers, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, e := range finals {
+		ids[i], times[i], outcomes[i], reasons[i], providers[i], messages[i] = e.ID, e.Time, e.Outcome, e.Reason, e.Provider, e.MessageID
+	}
+	rows, err := q.Query(ctx, finishSending, ids, times, outcomes, reasons, providers, messages)
+	if err != nil {
+		return err
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if len(done) == n {
+		return nil
+	}
+	finished := make(map[string]bool, len(done))
+	for _, id := range done {
+		finished[id] = true
+	}
+	rest := slices.DeleteFunc(finals, func(e otp.AuditEvent) bool { return finished[e.ID] })
+	return pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error { return upsertStaged(ctx, tx, rest) })
 }
 
 func source(events []otp.AuditEvent) pgx.CopyFromSource {

@@ -18,17 +18,15 @@ type Phone struct {
 	E164 string // "+14155550100": the identity used for limits, codes and audit
 	Type string // phonenumbers' type in snake case, e.g. "mobile"
 	num  *phonenumbers.PhoneNumber
+	// region is worked out once, at parse time: for shared calling codes
+	// (+1, +7, +44) it costs a pattern match per candidate region, and the
+	// policy, the pumping rules and the router all ask for it.
+	region string
 }
 
-// Country is the ISO 3166-1 alpha-2 region of the number, e.g. "US". It is
-// looked up on demand: for shared calling codes (+1, +7, +44) that costs a
-// pattern match per candidate region, which most requests never need.
-func (p Phone) Country() string {
-	if p.num == nil {
-		return ""
-	}
-	return phonenumbers.GetRegionCodeForNumber(p.num)
-}
+// Country is the ISO 3166-1 alpha-2 region of the number, e.g. "US", or
+// "001" for the international networks.
+func (p Phone) Country() string { return p.region }
 
 // ParsePhone normalizes a number written in any common notation. region is
 // the ISO 3166-1 alpha-2 code used for national notation ("(415) 555-0100");
@@ -55,7 +53,8 @@ func ParsePhone(raw, region string) (Phone, error) {
 	if typ == phonenumbers.UNKNOWN {
 		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number")
 	}
-	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num}, nil
+	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num,
+		region: phonenumbers.GetRegionCodeForNumber(num)}, nil
 }
 
 // trimUnwantedEnd drops what libphonenumber drops from the end of a number

@@ -29,12 +29,24 @@ local day = math.floor(cur / nb)
 local oldest = cur - nb + 1
 local learned = 15 * bucket * nb
 
+-- credit counts one approval in a subject: one read, one write, and a new
+-- expiry when the key would keep its learned baseline less than `learned`
+-- less a bucket. x, the key's expiry as this script and decide.lua last set
+-- it, spares a PTTL call (see decide.lua).
 local function credit(key)
-  if redis.call('HEXISTS', key, 'b') == 0 then redis.call('HSET', key, 'b', oldest) end
-  redis.call('HINCRBY', key, 'a' .. cur, 1)
-  redis.call('HINCRBY', key, 'A', 1)
-  local d = redis.call('HINCRBY', key, 'd' .. day, 1)
-  if redis.call('PTTL', key) < learned then redis.call('PEXPIRE', key, learned) end
+  local v = redis.call('HMGET', key, 'b', 'a' .. cur, 'A', 'd' .. day, 'x')
+  local f = {'a' .. cur, (tonumber(v[2]) or 0) + 1, 'A', (tonumber(v[3]) or 0) + 1, 'd' .. day, (tonumber(v[4]) or 0) + 1}
+  if v[1] == false then f[#f + 1], f[#f + 2] = 'b', oldest end
+  local x = tonumber(v[5])
+  if x == nil then
+    local ttl = redis.call('PTTL', key)
+    if ttl > 0 then x = now + ttl end
+  end
+  local refresh = x == nil or x - now < learned - bucket
+  if refresh then x = now + learned end
+  if x ~= tonumber(v[5]) then f[#f + 1], f[#f + 2] = 'x', x end
+  redis.call('HSET', key, unpack(f))
+  if refresh then redis.call('PEXPIRE', key, learned) end
 end
 
 if ARGV[5] == 'n' then

@@ -81,14 +81,21 @@ local oldest = cur - nb + 1
 local day = math.floor(cur / nb)
 local window = bucket * nb
 
--- roll moves a subject's window to now, dropping the buckets that left it,
--- and refreshes its learned baseline once a day. Returns S, A, pk, and the
--- approvals of the last hour (the previous bucket weighted by what of it
--- is still inside the hour).
-local function roll(key, learn)
-  local v = redis.call('HMGET', key, 'b', 'S', 'A', 'pk', 'pd', 'a' .. cur, 'a' .. (cur - 1))
-  local b, S, A = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0
-  local pk = tonumber(v[4]) or 0
+local keep = 2 * window
+
+-- load reads a subject in one call and moves its window to now, dropping the
+-- buckets that left it, and refreshes its learned baseline once a day. The
+-- returned state carries S, A, pk, the current bucket's count, the approvals
+-- of the last hour (the previous bucket weighted by what of it is still
+-- inside the hour), and x: when the key expires, as this script and
+-- approve.lua last set it (so a send costs no PTTL call).
+local function load(key, learn)
+  local v = redis.call('HMGET', key, 'b', 'S', 'A', 'pk', 'pd', 'a' .. cur, 'a' .. (cur - 1),
+    's' .. cur, 's' .. (cur - 1), 'x', 'pr')
+  local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[4]) or 0,
+    scur = tonumber(v[8]) or 0, sprev = tonumber(v[9]) or 0, x = tonumber(v[10]), pr = tonumber(v[11]),
+    new = v[1] == false}
+  local b = tonumber(v[1])
   if b == nil then
     b = oldest
   elseif b < oldest then
@@ -100,28 +107,59 @@ local function roll(key, learn)
         if (k == 's' or k == 'a') and f ~= 'S' and f ~= 'A' then stale[#stale + 1] = f end
       end
       if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-      S, A = 0, 0
+      st.S, st.A, st.scur, st.sprev, st.wiped = 0, 0, 0, 0, true
     else
       for x = b, oldest - 1 do
         local r = redis.call('HMGET', key, 's' .. x, 'a' .. x)
-        S = S - (tonumber(r[1]) or 0)
-        A = A - (tonumber(r[2]) or 0)
+        st.S = st.S - (tonumber(r[1]) or 0)
+        st.A = st.A - (tonumber(r[2]) or 0)
+        if x == cur - 1 then st.sprev = 0 end -- a one-bucket window
         redis.call('HDEL', key, 's' .. x, 'a' .. x)
       end
     end
     b = oldest
-    redis.call('HSET', key, 'b', b, 'S', S, 'A', A)
+    redis.call('HSET', key, 'b', b, 'S', st.S, 'A', st.A)
   end
   if learn and tonumber(v[5]) ~= day and (v[1] ~= false) then
-    pk = 0
+    local pk = 0
     for d = day - 14, day - 1 do
       pk = math.max(pk, tonumber(redis.call('HGET', key, 'd' .. d)) or 0)
     end
     redis.call('HDEL', key, 'd' .. (day - 15))
     redis.call('HSET', key, 'pk', pk, 'pd', day)
+    st.pk = pk
   end
-  local hour = (tonumber(v[6]) or 0) + (tonumber(v[7]) or 0) * (1 - frac)
-  return S, A, pk, hour, b
+  st.hour = (tonumber(v[6]) or 0) + (tonumber(v[7]) or 0) * (1 - frac)
+  st.b = b
+  return st
+end
+
+-- store writes what a send changed in a subject in one call: its counts
+-- when counted, the probe's time, and a new expiry when the key would
+-- otherwise outlive its window by less than keep - bucket (a key keeps its
+-- counts at least a window past its last send; approve.lua's longer expiry
+-- for the learned baseline is never shortened).
+local function store(st, counted)
+  local f = {}
+  if counted then
+    f[#f + 1], f[#f + 2] = 's' .. cur, st.scur
+    f[#f + 1], f[#f + 2] = 'S', st.S
+    f[#f + 1], f[#f + 2] = 'b', st.b
+  end
+  if st.probe then f[#f + 1], f[#f + 2] = 'pr', now end
+  local x = st.x
+  if x == nil and not st.new then
+    -- Written before expiries were kept in the hash: ask once.
+    local ttl = redis.call('PTTL', st.key)
+    if ttl > 0 then x = now + ttl end
+  end
+  if #f == 0 and st.new then return end -- nothing to keep
+  local refresh = x == nil or x - now < keep - bucket
+  if refresh then x = now + keep end
+  if x ~= st.x then f[#f + 1], f[#f + 2] = 'x', x end
+  if #f > 0 then redis.call('HSET', st.key, unpack(f)) end
+  if refresh then redis.call('PEXPIRE', st.key, keep) end
+  st.x, st.new = x, false
 end
 
 -- wait is how long until dropping old buckets brings u under budget.
@@ -137,12 +175,14 @@ end
 
 local n = tonumber(ARGV[10])
 local ki, ai = 1, 13
-local rec, counted = nil, false
+local rec, counted, verified = nil, false, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
   ki = 2
-  local h = tonumber(redis.call('HGET', rec, 'h'))
+  local r = redis.call('HMGET', rec, 'h', 'v')
+  local h = tonumber(r[1])
   counted = h ~= nil and h >= oldest
+  verified = r[2] ~= false
 end
 local state = {}
 local verdict, rule, ru, rb, retry = 1, 0, 0, 0, 0
@@ -151,47 +191,49 @@ local near, nearu, nearb, nearr = 0, 0, 0, 0.5
 for i = 1, n do
   local kind, p1, p2 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2]
   ai = ai + 3
-  local st = {kind = kind, key = KEYS[ki]}
+  local key = KEYS[ki]
   ki = ki + 1
-  local u, budget
+  local st, u, budget
   if kind == 'm' then
     local price = tonumber(p1)
     local hb, db = string.match(p2, '(%d+) (%d+)')
     hb, db = tonumber(hb), tonumber(db)
-    local S, _, _, _, b = roll(st.key, false)
-    local v = redis.call('HMGET', st.key, 's' .. cur, 's' .. (cur - 1))
-    local hour = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) * (1 - frac)
-    st.price, st.b = price, b
+    st = load(key, false)
+    local S, b = st.S, st.b
+    local hour = st.scur + st.sprev * (1 - frac)
+    st.price = price
     st.refuse = false
     if hb > 0 and hour + price > hb then
       u, budget, st.refuse = hour, hb, true
       st.retry = (cur + 1) * bucket - now
     elseif db > 0 and S + price > db then
       u, budget, st.refuse = S, db, true
-      if rule == 0 and mode ~= 1 then st.retry = wait(st.key, S + price, db + 1, b, true) end
+      if rule == 0 and mode ~= 1 then st.retry = wait(key, S + price, db + 1, b, true) end
     elseif db > 0 then
       u, budget = S, db
     else
       u, budget = hour, hb
     end
   else
+    local due = 0
+    local pend
     if kind == 'c' then
-      st.pend = KEYS[ki]
+      pend = KEYS[ki]
       ki = ki + 1
       -- Texts whose grace ran out unapproved become unverified, in the
       -- bucket of the moment they do.
-      local due = redis.call('ZRANGEBYSCORE', st.pend, '-inf', now - grace)
-      if #due > 0 then
-        redis.call('ZREMRANGEBYSCORE', st.pend, '-inf', now - grace)
-        redis.call('HINCRBY', st.key, 's' .. cur, #due)
-        redis.call('HINCRBY', st.key, 'S', #due)
-        if redis.call('HEXISTS', st.key, 'b') == 0 then redis.call('HSET', st.key, 'b', oldest) end
-      end
+      due = redis.call('ZREMRANGEBYSCORE', pend, '-inf', now - grace)
     end
-    local S, A, pk, hour, b = roll(st.key, true)
-    st.b = b
+    st = load(key, true)
+    st.pend = pend
+    if due > 0 and not st.wiped then
+      st.S, st.scur = st.S + due, st.scur + due
+      -- Written now: they count whatever this send's verdict.
+      store(st, true)
+    end
+    local S, A, b = st.S, st.A, st.b
     if kind == 'c' then u = S else u = math.max(S - A, 0) end
-    budget = tonumber(p1) + ratio * math.max(A, hourf * hour, pk)
+    budget = tonumber(p1) + ratio * math.max(A, hourf * st.hour, st.pk)
     -- A phone already counted in this range is one of u: its resend is
     -- refused only when the range is over budget without it.
     local need = u + 1
@@ -200,9 +242,9 @@ for i = 1, n do
     st.refuse = need > budget and mode ~= 2
     if st.refuse and kind == 'n' and probe > 0 then
       -- The probe clock starts at the first refusal.
-      local last = tonumber(redis.call('HGET', st.key, 'pr'))
+      local last = st.pr
       if last == nil then
-        redis.call('HSET', st.key, 'pr', now)
+        redis.call('HSET', key, 'pr', now)
       elseif now - last >= probe then
         st.refuse, st.probe = false, true
       end
@@ -210,9 +252,10 @@ for i = 1, n do
     -- Only the first refusing rule is reported: only its wait is worked out,
     -- and shadow mode, which refuses nothing, needs none.
     if st.refuse and rule == 0 and mode ~= 1 then
-      st.retry = wait(st.key, need, budget + 1, b, kind == 'c')
+      st.retry = wait(key, need, budget + 1, b, kind == 'c')
     end
   end
+  st.kind = kind
   st.u, st.budget = u, budget
   state[i] = st
   if st.refuse and rule == 0 then
@@ -233,28 +276,24 @@ if rule > 0 then
 end
 
 -- Count the send everywhere.
-local keep = 2 * window
 for i = 1, n do
   local st = state[i]
   local add = 1
   if st.kind == 'm' then add = st.price end
   local skip = (st.kind == 'r' and counted) or st.kind == 'c'
   if not skip then
-    redis.call('HINCRBY', st.key, 's' .. cur, add)
-    redis.call('HINCRBY', st.key, 'S', add)
-    if redis.call('HEXISTS', st.key, 'b') == 0 then redis.call('HSET', st.key, 'b', st.b) end
+    st.scur, st.S = st.scur + add, st.S + add
   end
+  store(st, not skip)
   if st.kind == 'c' then
     redis.call('ZADD', st.pend, now, phone)
     redis.call('PEXPIRE', st.pend, keep)
   end
-  if st.probe then redis.call('HSET', st.key, 'pr', now) end
-  if redis.call('PTTL', st.key) < keep then redis.call('PEXPIRE', st.key, keep) end
 end
 if rec ~= nil then
   if not counted then
     redis.call('HSET', rec, 'h', cur, 'n', netid)
-    redis.call('HDEL', rec, 'v')
+    if verified then redis.call('HDEL', rec, 'v') end
   else
     redis.call('HSET', rec, 'n', netid)
   end
