@@ -39,10 +39,11 @@ const bucket = time.Hour
 
 // Guard is an otp.PumpingGuard and otp.PumpingAdmin.
 type Guard struct {
-	rdb    redis.UniversalClient
-	prefix string
-	cfg    Config
-	log    *slog.Logger
+	rdb     redis.UniversalClient
+	prefix  string
+	cfg     Config
+	log     *slog.Logger
+	scripts Scripts
 	// cluster splits a decision into one script call per hash tag.
 	cluster bool
 	holds   *holdCache
@@ -72,6 +73,22 @@ type Options struct {
 	Clock func(context.Context) time.Time
 	// HoldEntries bounds the memory of refusals (default 100,000).
 	HoldEntries int
+	// Scripts runs the guard's scripts: a *redisbatch.Batcher shares round
+	// trips (and WAITs for min_replicas_acked) with the limiter's and the
+	// code store's calls. Nil: each call is a round trip of its own on rdb.
+	Scripts Scripts
+}
+
+// Scripts runs Redis scripts.
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
+}
+
+// ownRoundTrips runs each script call as its own round trip.
+type ownRoundTrips struct{ rdb redis.Scripter }
+
+func (o ownRoundTrips) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return script.Run(ctx, o.rdb, keys, args...)
 }
 
 // New returns a Guard whose keys start with prefix (e.g. "smsgw:"). cfg must
@@ -83,7 +100,10 @@ func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard
 	if o.HoldEntries <= 0 {
 		o.HoldEntries = 100_000
 	}
-	g := &Guard{
+	if o.Scripts == nil {
+		o.Scripts = ownRoundTrips{rdb}
+	}
+	g := &Guard{scripts: o.Scripts,
 		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, clock: o.Clock,
 		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000),
 		m: newMetrics(o.Registerer),
@@ -264,7 +284,7 @@ func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode
 			args = append(args, string(s.kind), s.floor, "")
 		}
 	}
-	reply, err := decideScript.Run(ctx, g.rdb, grp.keys(), args...).Int64Slice()
+	reply, err := g.scripts.Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
 	if err != nil {
 		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
@@ -309,7 +329,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		for _, s := range c.grp.subjects {
 			args = append(args, string(s.kind), s.price)
 		}
-		if err := releaseScript.Run(ctx, g.rdb, c.grp.keys(), args...).Err(); err != nil && first == nil {
+		if err := g.scripts.Run(ctx, releaseScript, c.grp.keys(), args...).Err(); err != nil && first == nil {
 			first = fmt.Errorf("pumping: release: %w", err)
 		}
 	}
@@ -332,7 +352,7 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	}
 	d := g.destination(phone)
 	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d"}
-	reply, err := approveScript.Run(ctx, g.rdb, g.approvalKeys(d), args...).Slice()
+	reply, err := g.scripts.Run(ctx, approveScript, g.approvalKeys(d), args...).Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}
@@ -352,7 +372,7 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 		return nil
 	}
 	args[4] = "n"
-	if err := approveScript.Run(ctx, g.rdb, c.keys(), args...).Err(); err != nil {
+	if err := g.scripts.Run(ctx, approveScript, c.keys(), args...).Err(); err != nil {
 		return fmt.Errorf("pumping: approve networks: %w", err)
 	}
 	return nil

@@ -200,10 +200,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			api.Check{Name: "audit", Check: pg.writer.Ready})
 	}
 
-	// Limiter and code store share pipelines: a send's decision and its
-	// code ride with other requests' in one round trip. With
-	// min_replicas_acked each pipeline ends in WAIT: an admission (and its
-	// code) is held by that many replicas before any text goes out.
+	// Limiter, pumping guard and code store share pipelines: a send's
+	// decisions and its code ride with other requests' in one round trip
+	// each. With min_replicas_acked each pipeline ends in WAIT: an admission
+	// (its pumping counts, its code) is held by that many replicas before
+	// any text goes out.
 	scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: cfg.Redis.Pipelines, Timeout: cfg.Redis.Timeout.Duration,
 		MinReplicas: cfg.Redis.MinReplicasAcked})
 	limiter := ratelimit.New(rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
@@ -216,7 +217,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	// The guard always runs: with its rules off it still keeps the
 	// operators' overrides and the spend ceiling.
 	_, onCluster := rdb.(*redis.ClusterClient)
-	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster})
+	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts})
 	a.Guard = guard
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	var verifier otp.ChallengeVerifier
