@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -64,15 +63,8 @@ func (s *Server) handleSend(c echo.Context) error {
 	if err == nil {
 		err = req.validate()
 	}
-	if err != nil {
-		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-		if rerr := s.durable(ctx, ev); rerr != nil {
-			return rerr
-		}
+	if err := s.admit(ctx, ev, err); err != nil {
 		return err
-	}
-	if err := s.AuditLog.Accepting(); err != nil {
-		return s.refuseUnaudited(ctx, ev, err)
 	}
 
 	row := &sendRow{log: s.AuditLog, ev: ev}
@@ -127,44 +119,6 @@ func idempotencyKey(h http.Header) (string, error) {
 	return k, nil
 }
 
-// requestEvent starts the audit row of a send or verify request. Its id is
-// also the request's ticket: unique, made here, never the client's.
-func requestEvent(c echo.Context, kind string) otp.AuditEvent {
-	return otp.AuditEvent{ID: newID(), Time: time.Now().UTC(), Kind: kind,
-		RequestID: requestID(c), ClientIP: clientIP(c), APIKey: apiKeyName(c)}
-}
-
-// setOutcome records how the request ended; a failure without a reason of
-// its own gets its error code as the reason.
-func setOutcome(ev *otp.AuditEvent, err error, success string) {
-	ev.Outcome = outcomeOf(err, success)
-	if ev.Outcome == otp.EUnavailable && ev.Reason == "" {
-		ev.Reason = otp.ErrorCode(err)
-	}
-}
-
-// outcomeOf names the audit outcome of a request that ended with err. Codes
-// outside the audit vocabulary (internal errors) are recorded as unavailable,
-// with the code as the reason.
-func outcomeOf(err error, success string) string {
-	if err == nil {
-		return success
-	}
-	switch code := otp.ErrorCode(err); code {
-	case otp.EInvalidRequest, otp.EInvalidPhone, otp.EPhoneNotAllowed, otp.ERateLimited,
-		otp.EProviderError, otp.EUnavailable, otp.EInvalidCode, otp.ENoPendingCode:
-		return code
-	case otp.EUnsupportedMediaType, otp.ERequestTooLarge:
-		return otp.EInvalidRequest
-	case otp.EChallengeRequired:
-		// A challenge stands in for a pumping rule's refusal: refused like
-		// one, the reason saying a challenge was asked for.
-		return otp.ERateLimited
-	default:
-		return otp.EUnavailable
-	}
-}
-
 // sendRow is a send's audit row, written with outcome sending when the send
 // flow is about to call a provider.
 type sendRow struct {
@@ -185,43 +139,4 @@ func (r *sendRow) Sending(ctx context.Context, phone otp.Phone, reason string) e
 	}
 	r.durable = true
 	return nil
-}
-
-// auditTimeout bounds the wait for a row to be durable.
-const auditTimeout = 5 * time.Second
-
-// refuseUnaudited answers 503 to a request that would text or consume
-// something while rows cannot be made durable. Its own row is kept by the
-// audit log, which writes it once it can.
-func (s *Server) refuseUnaudited(ctx context.Context, ev otp.AuditEvent, cause error) error {
-	ev.Outcome, ev.Reason = otp.EUnavailable, otp.ReasonAudit
-	if err := s.durable(ctx, ev); err != nil {
-		return err
-	}
-	return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: cause}
-}
-
-// durable makes the request's audit row durable before the request is
-// answered. If it cannot be, the answer is 503 unavailable whatever the
-// request's outcome, so no client holds an answer the audit trail may not
-// show; the audit log keeps the row and writes it when it can.
-func (s *Server) durable(ctx context.Context, ev otp.AuditEvent) error {
-	s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
-	// The row must be taken even if the client has gone.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-	defer cancel()
-	if err := s.AuditLog.Record(rctx, ev); err != nil {
-		s.log.ErrorContext(ctx, "audit row not durable: answering 503", "kind", ev.Kind, "outcome", ev.Outcome, "err", err)
-		s.m.unaudited.Inc()
-		return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: err}
-	}
-	return nil
-}
-
-// record is durable for admin calls, which drop the connection unanswered
-// rather than answer without a row.
-func (s *Server) record(ctx context.Context, ev otp.AuditEvent) {
-	if err := s.durable(ctx, ev); err != nil {
-		panic(http.ErrAbortHandler)
-	}
 }

@@ -38,16 +38,8 @@ func (s *Server) handleVerify(c echo.Context) error {
 	if err == nil {
 		err = req.validate()
 	}
-	if err != nil {
-		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(err)
-		if rerr := s.durable(ctx, ev); rerr != nil {
-			return rerr
-		}
+	if err := s.admit(ctx, ev, err); err != nil {
 		return err
-	}
-	if err := s.AuditLog.Accepting(); err != nil {
-		// A verify consumes an attempt or the code: not without its row.
-		return s.refuseUnaudited(ctx, ev, err)
 	}
 
 	res, err := s.Service.Verify(ctx, otp.VerifyRequest{

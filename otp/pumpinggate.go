@@ -24,7 +24,7 @@ type pumpingGate struct {
 
 // held answers from memory, before anything touches Redis.
 func (g *pumpingGate) held(ctx context.Context, phone Phone) error {
-	if g.exempt || g.s.Pumping == nil {
+	if g.exempt {
 		return nil
 	}
 	r, held := g.s.Pumping.Held(phone, g.req.ClientIP)
@@ -37,7 +37,7 @@ func (g *pumpingGate) held(ctx context.Context, phone Phone) error {
 // reserve decides against Redis and counts the send; the caller releases
 // the reservation if nothing is texted.
 func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
-	if g.exempt || g.s.Pumping == nil {
+	if g.exempt {
 		return nil
 	}
 	res, err := g.s.Pumping.Reserve(ctx, phone, g.req.ClientIP, g.solved)
@@ -64,7 +64,8 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 // refused is what a rule's refusal becomes: a 429, or with a verifier a
 // challenge, which a solved one passes (the money ceiling excepted).
 func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
-	if g.s.Challenge == nil || r.Scope == "spend" {
+	// A verifier without a provider offers no challenge.
+	if g.s.Challenge.Widget().Provider == "" || r.Scope == "spend" {
 		g.refusal = r.Reason()
 		return pumpingRefused(r)
 	}
@@ -90,7 +91,7 @@ func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 
 // release gives back a reservation whose text was never sent.
 func (g *pumpingGate) release(ctx context.Context) {
-	if g.s.Pumping == nil || g.res.Ticket == nil {
+	if g.res.Ticket == nil {
 		return
 	}
 	if err := g.s.Pumping.Release(ctx, g.res); err != nil {

@@ -65,7 +65,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, notAllowed(reason)
 	}
 	gate := pumpingGate{s: s, req: req}
-	if o, ok := s.overrides().Lookup(phone.E164); ok {
+	if o, ok := s.Overrides.Lookup(phone.E164); ok {
 		if o.Action == OverrideBlock {
 			res.Reason = "override:block"
 			return res, blocked(o)
@@ -162,9 +162,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	}
 	res.Receipt = receipt
 	res.ExpiresIn = s.cfg.CodeTTL
-	if s.Pumping != nil {
-		s.Pumping.Sent(phone)
-	}
+	s.Pumping.Sent(phone)
 	return res, nil
 }
 

@@ -31,19 +31,18 @@ type Config struct {
 	TestNumbers []TestNumber
 }
 
-// Deps are the parts the flows run on. Every one is required: a part that
-// is turned off is a no-op implementation, never nil.
+// Deps are the parts the flows run on. A part that is turned off is a
+// no-op implementation, never nil.
 type Deps struct {
 	Limiter     Limiter
 	Sender      Sender
 	Codes       CodeStore
 	Idempotency IdempotencyStore
-	// Pumping may be nil: no guard.
-	Pumping PumpingGuard
-	// Overrides may be nil: none.
+	// Pumping, Overrides and Challenge left nil get their stand-ins
+	// (NoPumpingGuard, NoOverrides, NoChallenge: no guard, no override, a
+	// rule's refusal stays a refusal), so the flows never check for nil.
+	Pumping   PumpingGuard
 	Overrides Overrides
-	// Challenge may be nil: a pumping rule refuses instead of asking for a
-	// bot challenge.
 	Challenge ChallengeVerifier
 	Secrets   *Secrets
 	Messages  *Messages
@@ -72,6 +71,15 @@ type Service struct {
 func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 10 * time.Second
+	}
+	if deps.Pumping == nil {
+		deps.Pumping = NoPumpingGuard{}
+	}
+	if deps.Overrides == nil {
+		deps.Overrides = NoOverrides{}
+	}
+	if deps.Challenge == nil {
+		deps.Challenge = NoChallenge{}
 	}
 	codes := make(map[string]string, len(cfg.TestNumbers))
 	for _, tn := range cfg.TestNumbers {

@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts})
 	a.Guard = guard
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
-	var verifier otp.ChallengeVerifier
+	var verifier otp.ChallengeVerifier = otp.NoChallenge{}
 	if challengeCfg.On() {
 		verifier = challenge.New(challengeCfg, nil, d.Metrics)
 	}
