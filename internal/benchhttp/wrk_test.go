@@ -42,6 +42,9 @@ type result struct {
 	rate     float64
 	p50, p99 time.Duration
 	codes    map[int]int
+	// cpu is the CPU time per request of each process group (see cpuNow)
+	// while the run lasted.
+	cpu map[string]time.Duration
 }
 
 func BenchmarkWrk(b *testing.B) {
@@ -89,6 +92,7 @@ func BenchmarkWrk(b *testing.B) {
 
 	ratios := map[string][]float64{}
 	rates := map[string][]float64{}
+	cpus := map[string]map[string][]float64{} // scenario -> process -> µs per request
 	last := map[string]result{}
 	base := 0
 	for b.Loop() {
@@ -102,6 +106,12 @@ func BenchmarkWrk(b *testing.B) {
 				}
 				got[sc.name], last[sc.name] = r, r
 				rates[sc.name] = append(rates[sc.name], r.rate)
+				if cpus[sc.name] == nil {
+					cpus[sc.name] = map[string][]float64{}
+				}
+				for proc, d := range r.cpu {
+					cpus[sc.name][proc] = append(cpus[sc.name][proc], float64(d)/float64(time.Microsecond))
+				}
 				if sc.base != "" {
 					ratios[sc.name] = append(ratios[sc.name], r.rate/got[sc.base].rate)
 				}
@@ -121,6 +131,52 @@ func BenchmarkWrk(b *testing.B) {
 		b.Logf("%-15s %10.0f %9s %9s %8s", sc.name, median(rates[sc.name]),
 			last[sc.name].p50.Round(10*time.Microsecond), last[sc.name].p99.Round(10*time.Microsecond), x)
 	}
+	b.Logf("CPU per request (median µs; wrk's own not counted; the baselines run in the benchmark's process):")
+	for _, sc := range scenarios {
+		var parts []string
+		for _, proc := range []string{"smsgw", "baselines", "redis", "postgres"} {
+			if xs := cpus[sc.name][proc]; len(xs) > 0 && median(xs) >= 1 {
+				parts = append(parts, fmt.Sprintf("%s %.0f", proc, median(xs)))
+			}
+		}
+		b.Logf("%-15s %s", sc.name, strings.Join(parts, ", "))
+	}
+}
+
+// cpuNow is the CPU time (user and system) used so far by the processes
+// a scenario runs on, from /proc: smsgw, the benchmark's own process (the
+// baselines), Redis and Postgres (every backend), at Linux's usual 100
+// ticks a second. A process that exits meanwhile is not counted.
+func cpuNow() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	self := strconv.Itoa(os.Getpid())
+	for _, dir := range dirs {
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: the 14th and 15th fields.
+		lp, rp := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if lp < 0 || rp < lp {
+			continue
+		}
+		comm, rest := string(stat[lp+1:rp]), strings.Fields(string(stat[rp+1:]))
+		if len(rest) < 13 {
+			continue
+		}
+		proc := map[string]string{"smsgw": "smsgw", "redis-server": "redis", "postgres": "postgres"}[comm]
+		if filepath.Base(dir) == self {
+			proc = "baselines"
+		}
+		if proc == "" {
+			continue
+		}
+		utime, _ := strconv.ParseInt(rest[11], 10, 64)
+		stime, _ := strconv.ParseInt(rest[12], 10, 64)
+		out[proc] += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return out
 }
 
 func roundLine(scenarios []scenario, got map[string]result) string {
@@ -142,10 +198,12 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 	b.Helper()
 	cmd := exec.Command("wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(attack/time.Second))+"s",
 		"--timeout", "10s", "-s", script, sc.url, "--", sc.path, sc.mode, strconv.Itoa(base))
+	before := cpuNow()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("wrk: %v\n%s", err, out)
 	}
+	after := cpuNow()
 	m := rateRE.FindSubmatch(out)
 	if m == nil {
 		b.Fatalf("wrk said no rate:\n%s", out)
@@ -163,6 +221,16 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 			r.p50 = time.Duration(us) * time.Microsecond
 		} else {
 			r.p99 = time.Duration(us) * time.Microsecond
+		}
+	}
+	total := 0
+	for _, n := range r.codes {
+		total += n
+	}
+	r.cpu = map[string]time.Duration{}
+	for proc, d := range after {
+		if total > 0 {
+			r.cpu[proc] = (d - before[proc]) / time.Duration(total)
 		}
 	}
 	if strings.Contains(string(out), "Socket errors") {
