@@ -143,6 +143,9 @@ func BenchmarkWrk(b *testing.B) {
 	}
 }
 
+// processGroups names the processes cpuNow counts, by their command name.
+var processGroups = map[string]string{"smsgw": "smsgw", "redis-server": "redis", "postgres": "postgres"}
+
 // cpuNow is the CPU time (user and system) used so far by the processes
 // a scenario runs on, from /proc: smsgw, the benchmark's own process (the
 // baselines), Redis and Postgres (every backend), at Linux's usual 100
@@ -161,11 +164,11 @@ func cpuNow() map[string]time.Duration {
 		if lp < 0 || rp < lp {
 			continue
 		}
-		comm, rest := string(stat[lp+1:rp]), strings.Fields(string(stat[rp+1:]))
+		comm, rest := stat[lp+1:rp], strings.Fields(string(stat[rp+1:]))
 		if len(rest) < 13 {
 			continue
 		}
-		proc := map[string]string{"smsgw": "smsgw", "redis-server": "redis", "postgres": "postgres"}[comm]
+		proc := processGroups[string(comm)]
 		if filepath.Base(dir) == self {
 			proc = "baselines"
 		}
