@@ -611,13 +611,22 @@ func (w *Writer) drain(ctx context.Context) error {
 	if err := w.pool.Ping(ctx); err != nil {
 		return err
 	}
-	for {
+	for pass := 0; ; pass++ {
 		if err := w.replaySegments(ctx, w.spool); err != nil {
 			return err
 		}
 		// Back to Postgres only if nothing was spooled meanwhile; otherwise
-		// replay that too first.
+		// replay that too first. Under steady load something always was:
+		// after a few passes the rest is replayed with the writers held, so
+		// the switch cannot be put off for ever (it holds them for what
+		// arrived during one pass).
 		w.modeMu.Lock()
+		if !w.spool.empty() && pass >= 2 {
+			if err := w.replaySegments(ctx, w.spool); err != nil {
+				w.modeMu.Unlock()
+				return err
+			}
+		}
 		if w.spool.empty() {
 			w.spooling.Store(false)
 			w.modeMu.Unlock()
