@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
@@ -73,22 +74,17 @@ type Options struct {
 	Clock func(context.Context) time.Time
 	// HoldEntries bounds the memory of refusals (default 100,000).
 	HoldEntries int
-	// Scripts runs the guard's scripts: a *redisbatch.Batcher shares round
-	// trips (and WAITs for min_replicas_acked) with the limiter's and the
-	// code store's calls. Nil: each call is a round trip of its own on rdb.
+	// Scripts runs the guard's scripts: the limiter's *redisbatch.Batcher
+	// shares round trips (and WAITs for min_replicas_acked) with the
+	// limiter's and the code store's calls. Nil gives the guard a batcher of
+	// its own.
 	Scripts Scripts
 }
 
-// Scripts runs Redis scripts.
+// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
+// between concurrent calls.
 type Scripts interface {
 	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
-
-// ownRoundTrips runs each script call as its own round trip.
-type ownRoundTrips struct{ rdb redis.Scripter }
-
-func (o ownRoundTrips) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return script.Run(ctx, o.rdb, keys, args...)
 }
 
 // New returns a Guard whose keys start with prefix (e.g. "smsgw:"). cfg must
@@ -101,7 +97,7 @@ func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard
 		o.HoldEntries = 100_000
 	}
 	if o.Scripts == nil {
-		o.Scripts = ownRoundTrips{rdb}
+		o.Scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
 	g := &Guard{scripts: o.Scripts,
 		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, clock: o.Clock,
