@@ -170,6 +170,18 @@ func csrf(t *testing.T, p page) string {
 	return m[1]
 }
 
+// requireAdminRows fails the test unless the console's audit rows ("reason
+// outcome") include each of want.
+func requireAdminRows(t *testing.T, pool *pgxpool.Pool, want ...string) {
+	t.Helper()
+	rows := strings.Join(adminRows(t, pool), "\n")
+	for _, w := range want {
+		if !strings.Contains(rows, w) {
+			t.Errorf("audit lacks %q:\n%s", w, rows)
+		}
+	}
+}
+
 // adminRows are the audit rows of console actions, oldest first.
 func adminRows(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
@@ -439,12 +451,7 @@ func TestPhoneLookUpAndReset(t *testing.T) {
 		t.Fatalf("a bad number: %d", bad.status)
 	}
 
-	rows := strings.Join(adminRows(t, r.pool), "\n")
-	for _, want := range []string{"console.phone.get ok", "console.limits.delete ok", "console.code.cancel ok", "console.phone.get invalid_phone"} {
-		if !strings.Contains(rows, want) {
-			t.Errorf("audit lacks %q:\n%s", want, rows)
-		}
-	}
+	requireAdminRows(t, r.pool, "console.phone.get ok", "console.limits.delete ok", "console.code.cancel ok", "console.phone.get invalid_phone")
 }
 
 func TestNetworkLookUp(t *testing.T) {
@@ -496,12 +503,7 @@ func TestOverviewAndAuditSearch(t *testing.T) {
 	if bad := b.get("/console/audit?search=1&from=yesterday"); bad.status != http.StatusBadRequest {
 		t.Fatalf("bad time: %d", bad.status)
 	}
-	rows := strings.Join(adminRows(t, r.pool), "\n")
-	for _, want := range []string{"console.overview.get ok", "console.audit.search ok", "console.audit.export ok", "console.audit.search invalid_request"} {
-		if !strings.Contains(rows, want) {
-			t.Errorf("audit lacks %q:\n%s", want, rows)
-		}
-	}
+	requireAdminRows(t, r.pool, "console.overview.get ok", "console.audit.search ok", "console.audit.export ok", "console.audit.search invalid_request")
 }
 
 // The console does not exist without an admin token.
