@@ -82,10 +82,7 @@ var gatewayEnv = []string{"SMSGW_HTTP_SECRET=" + gatewaySecret}
 func requireEveryTextAudited(t *testing.T, e env, texted map[string]int) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.db(t)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT phone_e164, outcome FROM audit_log
 		WHERE kind = 'send' AND outcome IN ('sending', 'sent', 'provider_error')`)

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"smsgw/internal/testenv"
 )
 
@@ -100,10 +98,7 @@ func (l *load) count() int {
 func requireOneRowEach(t *testing.T, e env, answered map[string]int) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.db(t)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT request_id, count(*) FROM audit_log WHERE kind = 'send' GROUP BY request_id`)
 	if err != nil {

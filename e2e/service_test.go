@@ -53,6 +53,16 @@ type env struct {
 	databaseURL string
 }
 
+// db connects to the test's database; the caller closes the connection.
+func (e env) db(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), e.databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 func newEnv(t *testing.T) env {
 	t.Helper()
 	_, prefix := testenv.Redis(t) // checks Redis and cleans the prefix up
@@ -228,10 +238,7 @@ type auditRow struct {
 func auditRows(t *testing.T, e env) []auditRow {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.db(t)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT kind, outcome, request_id, phone_e164, host(client_ip), reason, provider, provider_message_id
 		FROM audit_log ORDER BY created_at, id`)

@@ -160,13 +160,10 @@ status_callback_url = %q
 func deliveryStatus(t *testing.T, e env, sid string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.db(t)
 	defer conn.Close(ctx)
 	var status *string
-	err = conn.QueryRow(ctx, `SELECT delivery_status FROM audit_log WHERE provider_message_id = $1`, sid).Scan(&status)
+	err := conn.QueryRow(ctx, `SELECT delivery_status FROM audit_log WHERE provider_message_id = $1`, sid).Scan(&status)
 	if err == pgx.ErrNoRows {
 		return ""
 	}

@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 const codesConfig = `
@@ -91,10 +89,7 @@ func TestSendReadVerify(t *testing.T) {
 	}
 	// The audit table holds no code, in any column.
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := e.db(t)
 	defer conn.Close(ctx)
 	var dump string
 	if err := conn.QueryRow(ctx, `SELECT string_agg(audit_log::text, E'\n') FROM audit_log`).Scan(&dump); err != nil {
