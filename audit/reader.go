@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,25 +21,11 @@ var _ otp.AuditReader = (*Reader)(nil)
 func NewReader(pool *pgxpool.Pool) *Reader { return &Reader{pool: pool} }
 
 // Recent returns the newest rows, of one phone (served by the phone index) or
-// of all, newest first. Postgres gives each row as JSON named by its columns,
-// which is the row's one JSON shape, so a new column needs nothing here.
+// of all, newest first: a Search by phone alone. Postgres gives each row as
+// JSON named by its columns, which is the row's one JSON shape, so a new
+// column needs nothing here.
 func (r *Reader) Recent(ctx context.Context, phone string, limit int) ([]otp.AuditEvent, error) {
-	var rows pgx.Rows
-	var err error
-	if phone != "" {
-		rows, err = r.pool.Query(ctx, `SELECT to_json(a) FROM audit_log a WHERE phone_e164 = $1
-			ORDER BY created_at DESC, id DESC LIMIT $2`, phone, limit)
-	} else {
-		rows, err = r.pool.Query(ctx, `SELECT to_json(a) FROM audit_log a ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("audit: read: %w", err)
-	}
-	events, err := pgx.CollectRows(rows, scanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("audit: read: %w", err)
-	}
-	return events, nil
+	return r.Search(ctx, otp.AuditQuery{Phone: phone, Limit: limit})
 }
 
 // scanEvent reads a row selected as to_json(a): the audit row's one JSON
