@@ -189,13 +189,7 @@ type Cluster struct {
 }
 
 // Addrs lists the nodes' addresses, as cluster_addrs wants them.
-func (c *Cluster) Addrs() []string {
-	a := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
-		a[i] = n.Addr
-	}
-	return a
-}
+func (c *Cluster) Addrs() []string { return addrs(c.Nodes) }
 
 // Client is a cluster client on it.
 func (c *Cluster) Client() *redis.ClusterClient {
@@ -354,9 +348,11 @@ type SentinelSet struct {
 }
 
 // SentinelAddrs lists the sentinels, as sentinel_addrs wants them.
-func (s *SentinelSet) SentinelAddrs() []string {
-	a := make([]string, len(s.Sentinels))
-	for i, n := range s.Sentinels {
+func (s *SentinelSet) SentinelAddrs() []string { return addrs(s.Sentinels) }
+
+func addrs(nodes []*Node) []string {
+	a := make([]string, len(nodes))
+	for i, n := range nodes {
 		a[i] = n.Addr
 	}
 	return a
