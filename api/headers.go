@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"smsgw/otp"
@@ -14,25 +13,30 @@ import (
 // Retry-After comes with its error). Reset times are rounded up: a client that waits
 // that long is never early.
 func setLimitHeaders(h http.Header, d otp.Decision) {
-	var policy strings.Builder
+	b := make([]byte, 0, 40*len(d.Policies))
 	for i, p := range d.Policies {
 		if i > 0 {
-			policy.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		policy.WriteString(`"` + p.Policy() + `";q=` + strconv.Itoa(p.Rule.Max) + ";w=" + strconv.FormatInt(int64(p.Rule.Window/time.Second), 10))
+		b = append(p.AppendPolicy(append(b, '"')), `";q=`...)
+		b = append(strconv.AppendInt(b, int64(p.Rule.Max), 10), ";w="...)
+		b = strconv.AppendInt(b, int64(p.Rule.Window/time.Second), 10)
 	}
-	h.Set("RateLimit-Policy", policy.String())
+	// Keys in canonical form, set directly: Header.Set would canonicalize
+	// each on every request.
+	h["Ratelimit-Policy"] = []string{string(b)}
 
 	w := d.Tightest
 	remaining := w.Remaining()
 	if !d.Allowed {
 		remaining = 0
 	}
-	t := ceilSeconds(w.Reset)
-	h.Set("RateLimit", `"`+w.Policy()+`";r=`+strconv.Itoa(remaining)+";t="+strconv.FormatInt(t, 10))
-	h.Set("X-RateLimit-Limit", strconv.Itoa(w.Rule.Max))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(time.Duration(d.Now.Add(w.Reset).UnixNano())), 10))
+	b = append(w.AppendPolicy(append(b[:0], '"')), `";r=`...)
+	b = append(strconv.AppendInt(b, int64(remaining), 10), ";t="...)
+	h["Ratelimit"] = []string{string(strconv.AppendInt(b, ceilSeconds(w.Reset), 10))}
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(w.Rule.Max)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(time.Duration(d.Now.Add(w.Reset).UnixNano())), 10)}
 }
 
 func ceilSeconds(d time.Duration) int64 {

@@ -19,16 +19,20 @@ type Rule struct {
 func (r Rule) Label() string { return WindowLabel(r.Window) }
 
 // WindowLabel formats d in its largest whole unit.
-func WindowLabel(d time.Duration) string {
+func WindowLabel(d time.Duration) string { return string(AppendWindowLabel(nil, d)) }
+
+// AppendWindowLabel appends WindowLabel(d) to b: headers are built on every
+// request without a string per window.
+func AppendWindowLabel(b []byte, d time.Duration) []byte {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+		return append(strconv.AppendInt(b, int64(d/time.Hour), 10), 'h')
 	case d >= time.Minute && d%time.Minute == 0:
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+		return append(strconv.AppendInt(b, int64(d/time.Minute), 10), 'm')
 	case d%time.Second == 0:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
 	default:
-		return d.String()
+		return append(b, d.String()...)
 	}
 }
 
@@ -67,11 +71,16 @@ func (w Window) Remaining() int { return max(w.Rule.Max-w.Used, 0) }
 
 // Policy is the window's name in RateLimit headers, e.g. "phone-1m": unique
 // among the windows of a decision.
-func (w Window) Policy() string {
+func (w Window) Policy() string { return string(w.AppendPolicy(nil)) }
+
+// AppendPolicy appends Policy() to b.
+func (w Window) AppendPolicy(b []byte) []byte {
 	if w.Name != "" {
-		return w.Name + "-" + w.Rule.Label()
+		b = append(b, w.Name...)
+	} else {
+		b = append(b, w.Scope...)
 	}
-	return w.Scope + "-" + w.Rule.Label()
+	return AppendWindowLabel(append(b, '-'), w.Rule.Window)
 }
 
 // Decision is the limiter's answer for one request.
