@@ -17,12 +17,12 @@ import (
 )
 
 // columns are the audit_log columns the service writes, in the order values
-// encodes them. Adding a column is a migration, a field of otp.AuditEvent,
-// and an entry here and in values.
+// and arrays encode them. Adding a column is a migration, a field of
+// otp.AuditEvent, and an entry here, in values, in arrays and in insertFresh.
 var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
 	"provider", "provider_message_id", "api_key"}
 
-// values encodes a row for COPY, in the order of columns.
+// values encodes a row for the staging table's COPY, in the order of columns.
 func values(e otp.AuditEvent) []any {
 	var ip *netip.Addr
 	if e.ClientIP.IsValid() {
@@ -97,12 +97,13 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 }
 
 // writeGroup stores a group as the writer forms it, the cheap way: rows
-// seen for the first time go straight into audit_log by COPY (as every row
-// did before sends had two versions), and sends' final outcomes replace
-// their "sending" rows in one UPDATE; only a final outcome whose row is not
-// there as "sending" (its first row is still in a spool, or the group is a
-// retry) goes through the staging table. A first row that is stored already
-// (the group is a retry) fails the COPY; then the group is written by Write.
+// seen for the first time go straight into audit_log by one INSERT ... FROM
+// unnest (one round trip: COPY takes two, and a request waits for this
+// write), and sends' final outcomes replace their "sending" rows in one
+// UPDATE; only a final outcome whose row is not there as "sending" (its
+// first row is still in a spool, or the group is a retry) goes through the
+// staging table. A first row that is stored already (the group is a retry)
+// fails the INSERT; then the group is written by Write.
 func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.AuditEvent) error {
 	var err error
 	switch {

@@ -59,9 +59,10 @@ type Options struct {
 // finalisation), so they never delay a row someone waits for, and are in
 // Postgres a write after their answer.
 //
-// In Postgres, a batch is one COPY into a staging table and one INSERT ... ON
-// CONFLICT from it, so every row is stored exactly once however often it is
-// written. A row Postgres refuses for its data is set apart (the batch is
+// In Postgres, first rows go in by one INSERT per group, final outcomes by
+// one UPDATE, and anything written again (a retry, a replay) through a
+// staging table's INSERT ... ON CONFLICT, so every row is stored exactly once
+// however often it is written (see writeGroup). A row Postgres refuses for its data is set apart (the batch is
 // split until it is alone) into the dead-letter file, and never holds up
 // another.
 type Writer struct {
