@@ -16,32 +16,15 @@ import (
 	"smsgw/otp"
 )
 
-// columns are the audit_log columns the service writes, in the order values
-// and arrays encode them. Adding a column is a migration, a field of
-// otp.AuditEvent, and an entry here, in values, in arrays and in insertFresh.
+// columns are the audit_log columns the service writes, in the order arrays
+// encodes them and fromArrays names them. Adding a column is a migration, a
+// field of otp.AuditEvent, and an entry here, in arrays and in fromArrays'
+// parameter types.
 var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
 	"provider", "provider_message_id", "api_key"}
 
-// values encodes a row for the staging table's COPY, in the order of columns.
-func values(e otp.AuditEvent) []any {
-	var ip *netip.Addr
-	if e.ClientIP.IsValid() {
-		ip = &e.ClientIP
-	}
-	return []any{e.ID, e.Time, e.Kind, e.Outcome, e.RequestID, null(e.Phone), ip, null(e.Reason),
-		null(e.Provider), null(e.MessageID), null(e.APIKey)}
-}
-
-// insertFresh stores rows seen for the first time: one statement, one round
-// trip, where COPY takes two and a goroutine of pgx's.
-var insertFresh = fmt.Sprintf(`INSERT INTO audit_log (%s)
-	SELECT id::uuid, created_at, kind, outcome, request_id, phone_e164, client_ip, reason, provider, provider_message_id, api_key
-	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::inet[],
-		$8::text[], $9::text[], $10::text[], $11::text[])
-	AS u(id, created_at, kind, outcome, request_id, phone_e164, client_ip, reason, provider, provider_message_id, api_key)`, columnList)
-
-// arrays encodes rows for insertFresh: one array per column, in the order of
-// columns.
+// arrays encodes rows for fromArrays: one array per column, in the order of
+// columns, NULL for an empty value.
 func arrays(events []otp.AuditEvent) []any {
 	n := len(events)
 	ids, kinds, outcomes, requests := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -68,29 +51,39 @@ func null(s string) *string {
 
 var (
 	columnList = strings.Join(columns, ", ")
-	// stage holds a batch on its way in: a temporary table per connection,
-	// emptied at every commit. Its name changes with the column list, so a
-	// connection older than a new column never uses a stale one.
-	stage       = fmt.Sprintf("audit_stage_%d", len(columns))
-	createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DELETE ROWS AS SELECT %s FROM audit_log WITH NO DATA`, stage, columnList)
-	// A row written again (a retried batch, a replayed spool) is stored
-	// once. A final outcome replaces only "sending", so replaying a send's
-	// first row after its final one changes nothing: rows may arrive in any
-	// order.
-	upsert = fmt.Sprintf(`INSERT INTO audit_log (%[1]s) SELECT %[1]s FROM %[2]s
+	// fromArrays is a batch as a table u, one row per event, from the
+	// parameters arrays encodes: every statement below reads its rows from
+	// it, in one round trip.
+	fromArrays = `unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::inet[],
+		$8::text[], $9::text[], $10::text[], $11::text[]) AS u(` + columnList + `)`
+	// insertFresh stores rows seen for the first time (a COPY would take two
+	// round trips, and the requests of a group wait for this one).
+	insertFresh = `INSERT INTO audit_log (` + columnList + `) SELECT u.id::uuid, ` +
+		strings.Join(columns[1:], ", ") + ` FROM ` + fromArrays
+	// upsert stores rows in any state. A row written again (a retried batch,
+	// a replayed spool) is stored once. A final outcome replaces only
+	// "sending", so replaying a send's first row after its final one changes
+	// nothing: rows may arrive in any order.
+	upsert = insertFresh + `
 		ON CONFLICT (id, created_at) DO UPDATE SET outcome = excluded.outcome, reason = excluded.reason,
 			provider = excluded.provider, provider_message_id = excluded.provider_message_id
-		WHERE audit_log.outcome = '%[3]s' AND excluded.outcome <> '%[3]s'`, columnList, stage, otp.OutcomeSending)
+		WHERE audit_log.outcome = '` + otp.OutcomeSending + `' AND excluded.outcome <> '` + otp.OutcomeSending + `'`
+	// finishSending replaces "sending" with final outcomes, and names the
+	// rows it changed.
+	finishSending = `UPDATE audit_log a
+	SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
+	FROM ` + fromArrays + `
+	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
+	RETURNING a.id::text`
 )
 
-// Write stores events in any state: one COPY into a staging table and one
-// INSERT from it, in one transaction. Rows already stored are skipped, and a
-// send's final outcome replaces its "sending", so a batch may be written
-// again, and in any order, after an ambiguous failure or from a spool.
+// Write stores events in any state, in one statement. Rows already stored
+// are skipped, and a send's final outcome replaces its "sending", so a batch
+// may be written again, and in any order, after an ambiguous failure or from
+// a spool.
 func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
 	events = latest(events)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return upsertStaged(ctx, tx, events) })
-	if err != nil {
+	if _, err := pool.Exec(ctx, upsert, arrays(events)...); err != nil {
 		return fmt.Errorf("audit: write %d rows: %w", len(events), err)
 	}
 	return applyEarlyReceipts(ctx, pool, events)
@@ -102,7 +95,7 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 // write), and sends' final outcomes replace their "sending" rows in one
 // UPDATE; only a final outcome whose row is not there as "sending" (its
 // first row is still in a spool, or the group is a retry) goes through the
-// staging table. A first row that is stored already (the group is a retry)
+// upsert. A first row that is stored already (the group is a retry)
 // fails the INSERT; then the group is written by Write.
 func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.AuditEvent) error {
 	var err error
@@ -130,33 +123,17 @@ func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.Aud
 	return applyEarlyReceipts(ctx, pool, all)
 }
 
-// finishSending replaces "sending" with final outcomes, and names the rows
-// it changed.
-const finishSending = `UPDATE audit_log a
-	SET outcome = u.outcome, reason = NULLIF(u.reason, ''), provider = NULLIF(u.provider, ''),
-		provider_message_id = NULLIF(u.message_id, '')
-	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[])
-		AS u(id, created_at, outcome, reason, provider, message_id)
-	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
-	RETURNING a.id::text`
-
 // querier is a pool or a transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // finish writes sends' final outcomes: one UPDATE for the rows stored as
-// "sending" (nearly all), the staging table's upsert for the rest.
+// "sending" (nearly all), the upsert for the rest.
 func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 	finals = latest(finals)
-	n := len(finals)
-	ids, times := make([]string, n), make([]time.Time, n)
-	outcomes, reasons, providers, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, e := range finals {
-		ids[i], times[i], outcomes[i], reasons[i], providers[i], messages[i] = e.ID, e.Time, e.Outcome, e.Reason, e.Provider, e.MessageID
-	}
-	rows, err := q.Query(ctx, finishSending, ids, times, outcomes, reasons, providers, messages)
+	rows, err := q.Query(ctx, finishSending, arrays(finals)...)
 	if err != nil {
 		return err
 	}
@@ -164,7 +141,7 @@ func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 	if err != nil {
 		return err
 	}
-	if len(done) == n {
+	if len(done) == len(finals) {
 		return nil
 	}
 	finished := make(map[string]bool, len(done))
@@ -172,21 +149,7 @@ func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 		finished[id] = true
 	}
 	rest := slices.DeleteFunc(finals, func(e otp.AuditEvent) bool { return finished[e.ID] })
-	return pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error { return upsertStaged(ctx, tx, rest) })
-}
-
-func source(events []otp.AuditEvent) pgx.CopyFromSource {
-	return pgx.CopyFromSlice(len(events), func(i int) ([]any, error) { return values(events[i]), nil })
-}
-
-func upsertStaged(ctx context.Context, tx pgx.Tx, events []otp.AuditEvent) error {
-	if _, err := tx.Exec(ctx, createStage); err != nil {
-		return err
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{stage}, columns, source(events)); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, upsert)
+	_, err = q.Exec(ctx, upsert, arrays(rest)...)
 	return err
 }
 

@@ -60,11 +60,11 @@ type Options struct {
 // Postgres a write after their answer.
 //
 // In Postgres, first rows go in by one INSERT per group, final outcomes by
-// one UPDATE, and anything written again (a retry, a replay) through a
-// staging table's INSERT ... ON CONFLICT, so every row is stored exactly once
-// however often it is written (see writeGroup). A row Postgres refuses for its data is set apart (the batch is
-// split until it is alone) into the dead-letter file, and never holds up
-// another.
+// one UPDATE, and anything written again (a retry, a replay) by one
+// INSERT ... ON CONFLICT, so every row is stored exactly once however often
+// it is written (see writeGroup). A row Postgres refuses for its data is set
+// apart (the batch is split until it is alone) into the dead-letter file, and
+// never holds up another.
 type Writer struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
