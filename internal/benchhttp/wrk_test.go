@@ -360,40 +360,40 @@ func startBaselines(b *testing.B, rdb *redis.Client, prefix, dsn string) string 
 	})
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.POST("/redis", func(c echo.Context) error {
+	count := func(c echo.Context) error {
 		n, err := rdb.Incr(c.Request().Context(), prefix+"count").Result()
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusAccepted, map[string]any{"id": n, "status": "pending"})
-	})
-	e.POST("/refuse", func(c echo.Context) error {
+	}
+	refuse := func(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "60")
 		return c.JSON(http.StatusTooManyRequests, map[string]any{"error": map[string]any{"code": "rate_limited", "retry_after": 60}})
-	})
+	}
+	row := func(outcome string) otp.AuditEvent {
+		return otp.AuditEvent{ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend,
+			Outcome: outcome, RequestID: "bench", Phone: "+14155550100"}
+	}
+	e.POST("/redis", count)
+	e.POST("/refuse", refuse)
 	e.POST("/redis-audited", func(c echo.Context) error {
-		ctx := c.Request().Context()
-		ev := otp.AuditEvent{ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend,
-			Outcome: otp.OutcomeSending, RequestID: "bench", Phone: "+14155550100"}
-		if err := rows.Record(ctx, ev); err != nil {
+		ev := row(otp.OutcomeSending)
+		if err := rows.Record(c.Request().Context(), ev); err != nil {
 			return err
 		}
-		n, err := rdb.Incr(ctx, prefix+"count").Result()
-		if err != nil {
+		if err := count(c); err != nil {
 			return err
 		}
 		ev.Outcome, ev.Provider, ev.MessageID = otp.OutcomeSent, "fake", ev.ID
 		rows.Finish(ev)
-		return c.JSON(http.StatusAccepted, map[string]any{"id": n, "status": "pending"})
+		return nil
 	})
 	e.POST("/refuse-audited", func(c echo.Context) error {
-		ev := otp.AuditEvent{ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend,
-			Outcome: otp.ERateLimited, RequestID: "bench", Reason: "phone:1m"}
-		if err := rows.Record(c.Request().Context(), ev); err != nil {
+		if err := rows.Record(c.Request().Context(), row(otp.ERateLimited)); err != nil {
 			return err
 		}
-		c.Response().Header().Set("Retry-After", "60")
-		return c.JSON(http.StatusTooManyRequests, map[string]any{"error": map[string]any{"code": "rate_limited", "retry_after": 60}})
+		return refuse(c)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
