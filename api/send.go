@@ -15,6 +15,8 @@ type sendRequest struct {
 	Locale string `json:"locale"`
 	// ChallengeToken is a solved bot challenge (see pumping.challenge).
 	ChallengeToken string `json:"challenge_token"`
+	// ClientIP is the end user's address, from a backend allowed to send it.
+	ClientIP string `json:"client_ip"`
 }
 
 type sendResponse struct {
@@ -63,6 +65,9 @@ func (s *Server) handleSend(c echo.Context) error {
 	if err == nil {
 		err = req.validate()
 	}
+	if err == nil {
+		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
+	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err
 	}
@@ -73,6 +78,7 @@ func (s *Server) handleSend(c echo.Context) error {
 		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)
 	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
 	setOutcome(&ev, err, otp.OutcomeSent)
 	if row.failed {

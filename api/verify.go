@@ -12,6 +12,8 @@ type verifyRequest struct {
 	Phone  string `json:"phone"`
 	Code   string `json:"code"`
 	Region string `json:"region"`
+	// ClientIP is the end user's address, from a backend allowed to send it.
+	ClientIP string `json:"client_ip"`
 }
 
 func (r verifyRequest) validate() error {
@@ -37,6 +39,9 @@ func (s *Server) handleVerify(c echo.Context) error {
 	err := decodeJSON(c.Request(), &req)
 	if err == nil {
 		err = req.validate()
+	}
+	if err == nil {
+		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
 	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err

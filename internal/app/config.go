@@ -184,6 +184,9 @@ type APIKey struct {
 	Name    string `toml:"name"`
 	SHA256  string `toml:"sha256"` // hex
 	Enabled bool   `toml:"enabled"`
+	// ForwardClientIP marks a backend that calls smsgw for its users: its
+	// sends and verifies may carry "client_ip", the user's address.
+	ForwardClientIP bool `toml:"forward_client_ip"`
 }
 
 // LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.
@@ -525,7 +528,8 @@ func (c *Config) validate() error {
 		if err != nil || len(sum) != 32 {
 			return fmt.Errorf("api.keys[%d].sha256: want the key's SHA-256 as 64 hex digits (printf %%s \"$KEY\" | sha256sum)", i)
 		}
-		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled})
+		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled,
+			ForwardClientIP: k.ForwardClientIP})
 	}
 	m, err := otp.NewMessages(c.messageConfig(), c.OTP.Length)
 	if err != nil {
