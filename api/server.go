@@ -26,6 +26,9 @@ type Config struct {
 	APIKeys []APIKey
 	// CORSOrigins may call send and verify from a browser.
 	CORSOrigins []string
+	// Warnings are what an operator must know about this configuration
+	// (the fake provider outside -dev): /readyz lists them.
+	Warnings []string
 }
 
 // Deps are what the handlers run on. None is nil: a part that is missing

@@ -158,7 +158,11 @@ func (c *Config) redis() redisconn.Options {
 
 func (c *Config) pumping() pumping.Config {
 	p := c.Pumping
-	return pumping.Config{Mode: p.Mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
+	mode := p.Mode
+	if mode == "" { // -dev makes it shadow before this (devConfig)
+		mode = pumping.ModeEnforce
+	}
+	return pumping.Config{Mode: mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
 		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration, ProbeEvery: p.ProbeEvery.Duration,
 		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
 }
@@ -282,9 +286,14 @@ func (e *keyError) Error() string { return e.key + ": " + e.msg }
 func knownProvider(name string) bool { return name == "fake" || name == "twilio" || name == "http" }
 
 // providerNames is sender.providers, or sender.provider alone.
+// providerNames are the providers the config names, in order; none when
+// it names none (-dev then uses the fake one, serving refuses to start).
 func (c *Config) providerNames() []string {
 	if len(c.Sender.Providers) > 0 {
 		return c.Sender.Providers
+	}
+	if c.Sender.Provider == "" {
+		return nil
 	}
 	return []string{c.Sender.Provider}
 }
@@ -537,7 +546,7 @@ func (c *Config) validate() error {
 	}
 	c.messages = m
 	if len(c.Sender.Providers) == 0 {
-		if !knownProvider(c.Sender.Provider) {
+		if c.Sender.Provider != "" && !knownProvider(c.Sender.Provider) {
 			return fmt.Errorf("sender.provider: want \"fake\", \"twilio\" or \"http\", got %q", c.Sender.Provider)
 		}
 	}

@@ -285,6 +285,8 @@ url = %q
 spool_dir = %q
 [pumping]
 mode = "shadow"
+[sender]
+provider = "fake"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
 	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.
 	// '[pumping]\nmode = "off"'.
