@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -92,7 +93,11 @@ func (s *Server) handleSend(c echo.Context) error {
 	} else if rerr := s.durable(ctx, ev); rerr != nil {
 		return rerr
 	}
-	if res.Limited {
+	switch {
+	case res.Refusal != nil:
+		// The rule that refused, not the windows it never reached.
+		setRuleHeaders(c.Response().Header(), *res.Refusal, time.Now())
+	case res.Limited:
 		setLimitHeaders(c.Response().Header(), res.Decision)
 	}
 	if err != nil {

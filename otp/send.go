@@ -35,8 +35,11 @@ type SendRequest struct {
 type SendResult struct {
 	Phone Phone
 	// Decision is valid when Limited is true: the limiter was asked.
-	Decision  Decision
-	Limited   bool
+	Decision Decision
+	Limited  bool
+	// Refusal is the pumping rule (or spend ceiling) that refused the send
+	// or asked for a challenge: what its limit headers describe.
+	Refusal   *PumpingRefusal
 	Receipt   Receipt
 	ExpiresIn time.Duration
 	// Reason is the audit reason: the refusing window, the provider's,
@@ -94,7 +97,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// A subject a pumping rule holds is refused from memory: a flood on a
 	// held range costs no Redis call.
 	if err := gate.held(ctx, phone); err != nil {
-		res.Reason = gate.refusal
+		res.Reason, res.Refusal = gate.refusal, gate.rule
 		return res, err
 	}
 
@@ -115,7 +118,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	defer cancel()
 	if err := gate.reserve(ctx, phone); err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason = gate.refusal
+		res.Reason, res.Refusal = gate.refusal, gate.rule
 		return res, err
 	}
 	// Both the windows and the pumping guard hold this send now.
