@@ -99,7 +99,7 @@ func TestSignupPage(t *testing.T) {
 	// typeIn replaces what field holds with value, as a person types it.
 	typeIn := func(field chromedp.CSS, value string) chromedp.Action[chromedp.Void] {
 		clear := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			_, err := chromedp.Evaluate[any](`document.querySelector("` + string(field) + `").value = ""`)(ctx, t)
+			_, err := chromedp.Evaluate[any](`document.querySelector("`+string(field)+`").value = ""`)(ctx, t)
 			return err
 		})
 		return chromedp.Steps(clear, chromedp.SendKeys(field, value))
