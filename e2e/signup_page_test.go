@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,39 +14,6 @@ import (
 	"smsgw/internal/testenv"
 )
 
-// headlessChromium starts Debian's Chromium (make test installs it) with a
-// fresh profile; without one the test is skipped, a failure under CI=true.
-func headlessChromium(t *testing.T) context.Context {
-	t.Helper()
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		testenv.Unavailable(t, "chromium", fmt.Errorf("not on PATH (apt-get install chromium)"))
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("force-color-profile", "srgb"), chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(640, 720),
-	}
-	// A loaded -race run on two shared cores can take a while to start a browser.
-	base, cancelTimeout := context.WithTimeout(context.Background(), 3*time.Minute)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelTimeout() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx
-}
-
 // TestSignupPage drives examples/signup, served from an origin of its own,
 // in headless Chromium against the binary: CORS from that origin, every
 // error said in words, the fake provider's code read through the
@@ -57,7 +21,7 @@ func headlessChromium(t *testing.T) context.Context {
 // docs/.
 func TestSignupPage(t *testing.T) {
 	t.Parallel()
-	ctx := headlessChromium(t)
+	ctx := testenv.Browser(t, 640, 720)
 	page := httptest.NewServer(http.FileServer(http.Dir("../examples/signup")))
 	t.Cleanup(page.Close)
 	e := newEnv(t)
@@ -130,7 +94,7 @@ func TestSignupPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		screenshot(t, "signup-page.png", png)
+		testenv.Screenshot(t, "signup-page.png", png)
 	})
 	t.Run("the right code", func(t *testing.T) {
 		bodies := outboxBodies(t, p, phone)
@@ -160,22 +124,4 @@ func TestSignupPage(t *testing.T) {
 			t.Fatalf("texted from an origin not listed: %v", bodies)
 		}
 	})
-}
-
-// screenshot keeps a PNG with the test artifacts (gitignored) and, with
-// SMSGW_DOCS_SCREENSHOTS=1, in docs/.
-func screenshot(t *testing.T, name string, png []byte) {
-	t.Helper()
-	dir := filepath.Join("testdata", "artifacts")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv("SMSGW_DOCS_SCREENSHOTS") != "" {
-		if err := os.WriteFile(filepath.Join("..", "docs", name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
