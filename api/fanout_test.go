@@ -87,3 +87,17 @@ func counted(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// BenchmarkFanoutSaw is what noticing fanout costs a send, from many
+// goroutines at once (go test -run '^$' -bench FanoutSaw ./api).
+func BenchmarkFanoutSaw(b *testing.B) {
+	f := newFanout(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			f.saw(ctx, netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), fmt.Sprintf("+1415555%04d", i%10000))
+		}
+	})
+}
