@@ -47,15 +47,25 @@ func (c codes) Discard(ctx context.Context, phone string, mac []byte) error {
 	return err
 }
 
-// Check asks the home; with a fallback allowed, a home that has nothing
-// pending (or cannot answer) is followed by the local fallback store.
+// Check asks the home; with a fallback allowed, a guess the home does not
+// approve (or cannot answer) is also checked against a code this region
+// issued under fallback, which then decides when it holds one. A number
+// texted by its home and by a cut region meanwhile has two codes, each with
+// its own max_attempts (docs/regions.md).
 func (c codes) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
 	home := c.d.homeOfNumber(phone)
 	res, left, err := home.Codes.Check(ctx, phone, mac, maxAttempts)
-	if home == c.d.local || c.d.o.Fallback == 0 || (err == nil && res != otp.CodeNone) || (err != nil && !Unreachable(err)) {
+	if home == c.d.local || c.d.o.Fallback == 0 || (err == nil && res == otp.CodeApproved) || (err != nil && !Unreachable(err)) {
 		return res, left, err
 	}
-	return c.d.o.FallbackCodes.Check(ctx, phone, mac, maxAttempts)
+	fres, fleft, ferr := c.d.o.FallbackCodes.Check(ctx, phone, mac, maxAttempts)
+	if ferr != nil || fres == otp.CodeNone {
+		if err != nil {
+			return res, left, err
+		}
+		return res, left, nil
+	}
+	return fres, fleft, nil
 }
 
 func (c codes) Pending(ctx context.Context, phone string) (otp.PendingCode, bool, error) {
