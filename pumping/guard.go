@@ -78,6 +78,7 @@ type Options struct {
 	HoldEntries int
 	// Home, when set (several regions), runs the destination group's
 	// scripts in the country's home region; the rest run on Scripts.
+	// It returns nil for a country homed here.
 	Home func(country string) Scripts
 	// Scripts runs the guard's scripts: the limiter's *redisbatch.Batcher
 	// shares round trips (and WAITs for min_replicas_acked) with the
@@ -105,7 +106,7 @@ func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard
 		o.Scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
 	g := &Guard{scripts: o.Scripts,
-		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster || o.Home != nil, home: o.Home, clock: o.Clock,
+		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, home: o.Home, clock: o.Clock,
 		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000),
 		m: newMetrics(o.Registerer),
 	}
@@ -195,7 +196,7 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	case g.cfg.Mode == ModeShadow:
 		mode = 1
 	}
-	if !g.cluster {
+	if !g.cluster && g.homeScripts(phone.Country()) == nil {
 		groups = []group{merge(groups)}
 	}
 	calls := make([]call, len(groups))
@@ -277,10 +278,21 @@ func merge(groups []group) group {
 // scriptsFor runs a group's scripts: the destination group's in the
 // number's home region when there are several.
 func (g *Guard) scriptsFor(grp group, country string) Scripts {
-	if g.home != nil && grp.record != "" {
-		return g.home(country)
+	if grp.record != "" {
+		if s := g.homeScripts(country); s != nil {
+			return s
+		}
 	}
 	return g.scripts
+}
+
+// homeScripts runs scripts in a country's home region; nil when it is
+// this one.
+func (g *Guard) homeScripts(country string) Scripts {
+	if g.home == nil {
+		return nil
+	}
+	return g.home(country)
 }
 
 func (g *Guard) decide(ctx context.Context, grp group, p otp.Phone, netid string, mode int) (call, error) {

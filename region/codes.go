@@ -55,6 +55,12 @@ func (c codes) Discard(ctx context.Context, phone string, mac []byte) error {
 func (c codes) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
 	home := c.d.homeOfNumber(phone)
 	res, left, err := home.Codes.Check(ctx, phone, mac, maxAttempts)
+	if prev := c.d.previousOfNumber(phone); prev != nil && err == nil && res != otp.CodeApproved {
+		// The country is being moved: a code its old home issued still works.
+		if pres, pleft, perr := prev.Codes.Check(ctx, phone, mac, maxAttempts); perr == nil && pres != otp.CodeNone {
+			return pres, pleft, nil
+		}
+	}
 	if home == c.d.local || c.d.o.Fallback == 0 || (err == nil && res == otp.CodeApproved) || (err != nil && !Unreachable(err)) {
 		return res, left, err
 	}

@@ -91,6 +91,17 @@ func (d *Deployment) home(country string) *Store {
 	return d.local
 }
 
+// previous is the store of a country's previous home while it is being
+// moved, or nil.
+func (d *Deployment) previous(country string) *Store {
+	return d.regions[d.o.Homes.Previous(country)]
+}
+
+// previousOfNumber is previous for an E.164 number.
+func (d *Deployment) previousOfNumber(e164 string) *Store {
+	return d.regions[d.o.Homes.PreviousOfNumber(e164)]
+}
+
 // homeOfNumber is the store of an E.164 number's home region.
 func (d *Deployment) homeOfNumber(e164 string) *Store {
 	if s, ok := d.regions[d.o.Homes.OfNumber(e164)]; ok {

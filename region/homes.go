@@ -18,12 +18,36 @@ type Homes struct {
 	Version   int
 	Default   string
 	countries map[string]string
+	// previous maps a country being moved to its old home: until the
+	// move ends, its windows are decided in both (docs/regions.md).
+	previous map[string]string
 }
 
 // NewHomes returns the table; countries maps ISO codes (or "001") to region
-// names, def is the home of every other country.
-func NewHomes(version int, def string, countries map[string]string) Homes {
-	return Homes{Version: version, Default: def, countries: countries}
+// names, def is the home of every other country, previous the old home of
+// each country being moved.
+func NewHomes(version int, def string, countries, previous map[string]string) Homes {
+	return Homes{Version: version, Default: def, countries: countries, previous: previous}
+}
+
+// Previous is the old home of a country being moved, or "".
+func (h Homes) Previous(country string) string {
+	if p := h.previous[country]; p != h.Of(country) {
+		return p
+	}
+	return ""
+}
+
+// PreviousOfNumber is Previous for an E.164 number.
+func (h Homes) PreviousOfNumber(e164 string) string {
+	if len(h.previous) == 0 {
+		return ""
+	}
+	p, err := otp.ParsePhone(e164, "")
+	if err != nil {
+		return ""
+	}
+	return h.Previous(p.Country())
 }
 
 // Of is the home region of a country.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"smsgw/otp"
@@ -34,46 +36,55 @@ type part struct {
 	subjects []otp.Subject
 }
 
-// split sorts the subjects into the local part and, for subjects homed
-// elsewhere, the home region's part. A request's homed subjects all derive
-// from one number, so they share one home.
-func (l limiter) split(subjects []otp.Subject) (local []otp.Subject, remote part, err error) {
+// split sorts the subjects into the local part and the parts of other
+// regions that home the destination: its home, and while its country is
+// being moved, its previous home too (both count the same subjects).
+func (l limiter) split(subjects []otp.Subject, withPrevious bool) (local []otp.Subject, remotes []part) {
 	for _, s := range subjects {
 		if s.Country == "" {
 			local = append(local, s)
 			continue
 		}
-		h := l.d.home(s.Country)
-		switch {
-		case h == l.d.local:
-			local = append(local, s)
-		case remote.store == nil || remote.store == h:
-			remote.store = h
-			remote.subjects = append(remote.subjects, s)
-		default:
-			return nil, part{}, fmt.Errorf("region: subjects of one request homed in %s and %s", remote.store.Name, h.Name)
+		homes := []*Store{l.d.home(s.Country)}
+		if prev := l.d.previous(s.Country); withPrevious && prev != nil && prev != homes[0] {
+			homes = append(homes, prev)
+		}
+		for _, h := range homes {
+			if h == l.d.local {
+				local = append(local, s)
+				continue
+			}
+			i := slices.IndexFunc(remotes, func(p part) bool { return p.store == h })
+			if i < 0 {
+				i = len(remotes)
+				remotes = append(remotes, part{store: h})
+			}
+			remotes[i].subjects = append(remotes[i].subjects, s)
 		}
 	}
-	return local, remote, nil
+	return local, remotes
 }
 
 func (l limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subject) (otp.Decision, error) {
-	local, remote, err := l.split(subjects)
-	if err != nil {
-		return otp.Decision{}, err
-	}
+	local, remotes := l.split(subjects, true)
 	here := l.d.local.Limiter
-	if remote.store == nil {
+	if len(remotes) == 0 {
 		return here.Allow(ctx, ticket, local)
 	}
 	var dl otp.Decision
+	var err error
 	if len(local) > 0 {
 		if dl, err = here.Reserve(ctx, ticket, local); err != nil || !dl.Allowed {
 			dl.Policies = ratelimit.PoliciesOf(subjects)
 			return dl, err
 		}
 	}
-	dr, err := l.decideHome(ctx, ticket, remote)
+	var dr otp.Decision
+	if len(remotes) == 1 {
+		dr, err = l.decideHome(ctx, ticket, remotes[0])
+	} else {
+		dr, err = l.decideMoving(ctx, ticket, remotes)
+	}
 	release := func() {
 		if len(local) == 0 {
 			return
@@ -98,7 +109,11 @@ func (l limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subjec
 			release()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return otp.Decision{}, errors.Join(err, l.refundHome(rctx, ticket, remote))
+			errs := []error{err}
+			for _, r := range remotes {
+				errs = append(errs, l.refundHome(rctx, ticket, r))
+			}
+			return otp.Decision{}, errors.Join(errs...)
 		}
 	}
 	return merged(dl, dr, len(local) > 0, subjects), nil
@@ -113,6 +128,59 @@ func (l limiter) decideHome(ctx context.Context, ticket string, remote part) (ot
 	}
 	l.d.o.Log.WarnContext(ctx, "region: home out of reach; deciding from the fallback ledger", "home", remote.store.Name, "err", err)
 	return l.d.fallbackAllow(ctx, ticket, remote)
+}
+
+// decideMoving decides a destination whose country is being moved, in its
+// new and its previous home at once, as over two Cluster shards: reserve in
+// both, then commit in both, or release. Either out of reach fails closed:
+// a move is planned, not a fault to ride out.
+func (l limiter) decideMoving(ctx context.Context, ticket string, remotes []part) (otp.Decision, error) {
+	decs := make([]otp.Decision, len(remotes))
+	errs := make([]error, len(remotes))
+	var wg sync.WaitGroup
+	for i, r := range remotes {
+		wg.Go(func() { decs[i], errs[i] = r.store.Limiter.Reserve(ctx, ticket, r.subjects) })
+	}
+	wg.Wait()
+	settle := func(commit bool) error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		errs := make([]error, len(remotes))
+		var wg sync.WaitGroup
+		for i, r := range remotes {
+			wg.Go(func() {
+				if commit {
+					errs[i] = r.store.Limiter.Commit(ctx, ticket, r.subjects)
+				} else {
+					errs[i] = r.store.Limiter.Release(sctx, ticket, r.subjects)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	refused := -1
+	for i := range decs {
+		if errs[i] == nil && !decs[i].Allowed && (refused < 0 || decs[i].RetryAfter > decs[refused].RetryAfter) {
+			refused = i
+		}
+	}
+	if err := errors.Join(errs...); err != nil || refused >= 0 {
+		_ = settle(false)
+		if refused >= 0 {
+			return decs[refused], nil
+		}
+		return otp.Decision{}, err
+	}
+	if err := settle(true); err != nil {
+		_ = settle(false)
+		return otp.Decision{}, err
+	}
+	d := decs[0]
+	for _, x := range decs[1:] {
+		d = merged(x, d, true, nil)
+	}
+	return d, nil
 }
 
 // refundHome takes a home decision back, wherever it was made.
@@ -141,36 +209,33 @@ func merged(dl, dr otp.Decision, withLocal bool, subjects []otp.Subject) otp.Dec
 		}
 		d.Now = dl.Now
 	}
-	d.Policies = ratelimit.PoliciesOf(subjects)
+	if subjects != nil {
+		d.Policies = ratelimit.PoliciesOf(subjects)
+	}
 	return d
 }
 
 func (l limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	local, remote, err := l.split(subjects)
-	if err != nil {
-		return err
-	}
+	local, remotes := l.split(subjects, true)
 	var errs []error
 	if len(local) > 0 {
 		errs = append(errs, l.d.local.Limiter.Refund(ctx, ticket, local))
 	}
-	if remote.store != nil {
-		errs = append(errs, l.refundHome(ctx, ticket, remote))
+	for _, r := range remotes {
+		errs = append(errs, l.refundHome(ctx, ticket, r))
 	}
 	return errors.Join(errs...)
 }
 
-// Status reads each part where it lives, in the subjects' order.
+// Status reads each subject where it lives (its current home), in the
+// subjects' order.
 func (l limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Window, error) {
-	local, remote, err := l.split(subjects)
-	if err != nil {
-		return nil, err
-	}
-	if remote.store == nil {
+	local, remotes := l.split(subjects, false)
+	if len(remotes) == 0 {
 		return l.d.local.Limiter.Status(ctx, local)
 	}
 	byKey := map[string][]otp.Window{}
-	for _, p := range []part{{l.d.local, local}, remote} {
+	for _, p := range append([]part{{l.d.local, local}}, remotes...) {
 		if len(p.subjects) == 0 {
 			continue
 		}
@@ -189,18 +254,16 @@ func (l limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Wind
 	return out, nil
 }
 
-// Reset clears each part where it lives (and the fallback ledger's share).
+// Reset clears each subject wherever it is counted (and the fallback
+// ledger's share).
 func (l limiter) Reset(ctx context.Context, subjects []otp.Subject) error {
-	local, remote, err := l.split(subjects)
-	if err != nil {
-		return err
-	}
-	if remote.store != nil {
-		if err := remote.store.Limiter.Reset(ctx, remote.subjects); err != nil {
-			return fmt.Errorf("region %s: %w", remote.store.Name, err)
+	local, remotes := l.split(subjects, true)
+	for _, r := range remotes {
+		if err := r.store.Limiter.Reset(ctx, r.subjects); err != nil {
+			return fmt.Errorf("region %s: %w", r.store.Name, err)
 		}
 		if l.d.o.Fallback > 0 {
-			local = append(local, l.d.fallbackSubjects(remote)...)
+			local = append(local, l.d.fallbackSubjects(r)...)
 		}
 	}
 	return l.d.local.Limiter.Reset(ctx, local)

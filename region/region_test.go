@@ -40,15 +40,23 @@ func store(t *testing.T, name, addr string) Store {
 
 func newPair(t *testing.T, fallback int) pair {
 	t.Helper()
+	homes := NewHomes(1, "b", map[string]string{"GB": "a"}, nil)
+	return newPairWith(t, fallback, homes, homes)
+}
+
+// newPairWith is newPair with each region's own table of homes.
+func newPairWith(t *testing.T, fallback int, homesA, homesB Homes) pair {
+	t.Helper()
 	ra, rb := redistopo.StartSingle(t), redistopo.StartSingle(t)
 	p := pair{aToB: testenv.NewDelayProxy(t, rb.Addr, 10*time.Millisecond), bToA: testenv.NewDelayProxy(t, ra.Addr, 10*time.Millisecond), redisA: ra}
-	homes := NewHomes(1, "b", map[string]string{"GB": "a"})
+	homes := homesA
 	deployment := func(local Store, remote Store) *Deployment {
 		return New(Options{Homes: homes, Fallback: fallback, Local: local, Remote: []Store{remote},
 			FallbackCodes: redisstore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: redisstore.NewIdempotency(local.Redis, prefix+"fb:"),
 			Prefix: prefix})
 	}
 	p.a = deployment(store(t, "a", ra.Addr), store(t, "b", p.aToB.Addr()))
+	homes = homesB
 	p.b = deployment(store(t, "b", rb.Addr), store(t, "a", p.bToA.Addr()))
 	return p
 }
@@ -200,5 +208,46 @@ func TestCutStaysWithinTheBoundAndHealCarriesHome(t *testing.T) {
 	}
 	if dec, err := p.b.Limiter().Allow(ctx, ticket(), phone); err != nil || dec.Allowed {
 		t.Fatalf("after healing the home refuses: %+v %v", dec, err)
+	}
+}
+
+// While GB moves from a to b, a region already on the new table counts in
+// both homes and one still on the old counts in a: a sees every admission,
+// so the race admits exactly the limit; once the move ends b's windows hold
+// every admission too.
+func TestMovingAHomeStaysExact(t *testing.T) {
+	ctx := context.Background()
+	const limit = 3
+	old := NewHomes(1, "b", map[string]string{"GB": "a"}, nil)
+	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
+	p := newPairWith(t, 0, old, moving)
+	phone := subjects("+447400123456", "GB", "192.0.2.1", limit, 1000)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 30 {
+		d := p.a
+		if i%2 == 1 {
+			d = p.b
+		}
+		wg.Go(func() {
+			dec, err := d.Limiter().Allow(ctx, ticket(), phone)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if dec.Allowed {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit {
+		t.Fatalf("admitted %d during the move, want exactly %d", got, limit)
+	}
+	// Every region on the new table now: b's window holds what b admitted,
+	// a's everything; after the longest window b alone is enough.
+	p.a = p.b
+	if dec, err := p.a.Limiter().Allow(ctx, ticket(), phone); err != nil || dec.Allowed {
+		t.Fatalf("after the race, a send was admitted: %+v %v", dec, err)
 	}
 }

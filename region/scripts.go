@@ -11,11 +11,12 @@ import (
 // country's home region. With a fallback allowed and the home out of reach,
 // they run on the local Redis instead: the same keys there are this
 // region's local share of those budgets, counted from nothing, while the
-// fallback windows bound how many texts it lets through.
+// fallback windows bound how many texts it lets through. Nil for a country
+// homed here: its scripts run as in a single region.
 func (d *Deployment) HomeScripts(country string) Scripts {
 	home := d.home(country)
 	if home == d.local {
-		return d.local.Scripts
+		return nil
 	}
 	return homeScripts{d: d, home: home}
 }

@@ -231,7 +231,12 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			return nil, err
 		}
 		limits, codes, idempotency = dep.Limiter(), dep.Codes(), dep.Idempotency()
-		homeScripts = func(country string) pumping.Scripts { return dep.HomeScripts(country) }
+		homeScripts = func(country string) pumping.Scripts {
+			if s := dep.HomeScripts(country); s != nil {
+				return s
+			}
+			return nil // an untyped nil: homed here
+		}
 	}
 	_, onCluster := rdb.(*redis.ClusterClient)
 	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts,
