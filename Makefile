@@ -88,6 +88,6 @@ bench-pumping: services
 # Three regions on this machine (two Redis of their own and a Cluster, three
 # databases, three processes, 70 ms proxies between them) next to one
 # single-region process: sends a second, p50/p99 and cross-region requests
-# per send, for numbers homed locally and elsewhere (internal/benchregions).
+# per send, for numbers homed locally and elsewhere (internal/benchhttp/regions_test.go).
 bench-regions: services
-	$(GO) test -run '^$$' -bench BenchmarkRegions -benchtime 1x -timeout 30m -v ./internal/benchregions | grep -v '^=== '
+	$(GO) test -run '^$$' -bench BenchmarkRegions -benchtime 1x -timeout 30m -v ./internal/benchhttp | grep -v '^=== '

@@ -73,34 +73,40 @@ var tickets atomic.Int64
 
 func ticket() string { return strconv.FormatInt(tickets.Add(1), 10) }
 
+// race decides n requests on subjects at once, alternating between the
+// regions, and counts the admitted ones.
+func race(t *testing.T, p pair, n int, subjects []otp.Subject) int {
+	t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		d := p.a
+		if i%2 == 1 {
+			d = p.b
+		}
+		wg.Go(func() {
+			dec, err := d.Limiter().Allow(context.Background(), ticket(), subjects)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if dec.Allowed {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(admitted.Load())
+}
+
 func TestRaceFromBothRegionsAdmitsExactlyTheLimit(t *testing.T) {
-	ctx := context.Background()
 	p := newPair(t, 0)
 	for _, tc := range []struct {
 		name, phone, country string
 	}{{"homed in a", "+447911123456", "GB"}, {"homed in b", "+14155550100", "US"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit = 3
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			for i := range 40 {
-				d := p.a
-				if i%2 == 1 {
-					d = p.b
-				}
-				wg.Go(func() {
-					dec, err := d.Limiter().Allow(ctx, ticket(), subjects(tc.phone, tc.country, "192.0.2.1", limit, 1000))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if dec.Allowed {
-						admitted.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if got := admitted.Load(); got != limit {
+			if got := race(t, p, 40, subjects(tc.phone, tc.country, "192.0.2.1", limit, 1000)); got != limit {
 				t.Fatalf("admitted %d over two regions, want exactly %d", got, limit)
 			}
 		})
@@ -222,26 +228,7 @@ func TestMovingAHomeStaysExact(t *testing.T) {
 	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
 	p := newPairWith(t, 0, old, moving)
 	phone := subjects("+447400123456", "GB", "192.0.2.1", limit, 1000)
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 30 {
-		d := p.a
-		if i%2 == 1 {
-			d = p.b
-		}
-		wg.Go(func() {
-			dec, err := d.Limiter().Allow(ctx, ticket(), phone)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if dec.Allowed {
-				admitted.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if got := admitted.Load(); got != limit {
+	if got := race(t, p, 30, phone); got != limit {
 		t.Fatalf("admitted %d during the move, want exactly %d", got, limit)
 	}
 	// Every region on the new table now: b's window holds what b admitted,
