@@ -10,7 +10,13 @@
 // admissions home once it is back (see docs/regions.md).
 package region
 
-import "smsgw/otp"
+import (
+	"strconv"
+
+	"github.com/nyaruka/phonenumbers"
+
+	"smsgw/otp"
+)
 
 // Homes maps a destination's country to its home region.
 type Homes struct {
@@ -21,13 +27,31 @@ type Homes struct {
 	// previous maps a country being moved to its old home: until the
 	// move ends, its windows are decided in both (docs/regions.md).
 	previous map[string]string
+	// byCallingCode is the home of every calling code whose countries
+	// share one home (+1 when the US, Canada and the Caribbean do): a
+	// number's home without parsing it again.
+	byCallingCode map[int]string
 }
 
 // NewHomes returns the table; countries maps ISO codes (or "001") to region
 // names, def is the home of every other country, previous the old home of
 // each country being moved.
 func NewHomes(version int, def string, countries, previous map[string]string) Homes {
-	return Homes{Version: version, Default: def, countries: countries, previous: previous}
+	h := Homes{Version: version, Default: def, countries: countries, previous: previous, byCallingCode: map[int]string{}}
+	for cc := range phonenumbers.GetSupportedCallingCodes() {
+		home := ""
+		for i, c := range phonenumbers.GetRegionCodesForCountryCode(cc) {
+			if i > 0 && h.Of(c) != home {
+				home = ""
+				break
+			}
+			home = h.Of(c)
+		}
+		if home != "" {
+			h.byCallingCode[cc] = home
+		}
+	}
+	return h
 }
 
 // Previous is the old home of a country being moved, or "".
@@ -61,6 +85,20 @@ func (h Homes) Of(country string) string {
 // OfNumber is the home region of an E.164 number; a number that does not
 // parse (never stored by the flows) goes to the default home.
 func (h Homes) OfNumber(e164 string) string {
+	// Calling codes are prefix-free: the first of 1 to 3 digits that is
+	// one is the number's.
+	for n := 1; n <= 3 && n < len(e164); n++ {
+		cc, err := strconv.Atoi(e164[1 : 1+n])
+		if err != nil {
+			break
+		}
+		if home, ok := h.byCallingCode[cc]; ok {
+			return home
+		}
+		if phonenumbers.GetSupportedCallingCodes()[cc] {
+			break // countries of this code have different homes
+		}
+	}
 	p, err := otp.ParsePhone(e164, "")
 	if err != nil {
 		return h.Default
