@@ -12,6 +12,7 @@ package region
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/nyaruka/phonenumbers"
 
@@ -31,13 +32,48 @@ type Homes struct {
 	// share one home (+1 when the US, Canada and the Caribbean do): a
 	// number's home without parsing it again.
 	byCallingCode map[int]string
+	// parsed remembers the homes of numbers that had to be parsed: a send
+	// routes its code and idempotency scope, and its verify, by number.
+	parsed *parsedHomes
+}
+
+// parsedHomes is a bounded memory of numbers' homes; when full it starts
+// afresh (attackers choose the numbers, and a miss only costs a parse).
+type parsedHomes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const parsedHomesMax = 100_000
+
+func (p *parsedHomes) get(e164 string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.m[e164]
+	return h, ok
+}
+
+func (p *parsedHomes) put(e164, home string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.m) >= parsedHomesMax {
+		p.m = make(map[string]string)
+	}
+	p.m[e164] = home
 }
 
 // NewHomes returns the table; countries maps ISO codes (or "001") to region
 // names, def is the home of every other country, previous the old home of
 // each country being moved.
 func NewHomes(version int, def string, countries, previous map[string]string) Homes {
-	h := Homes{Version: version, Default: def, countries: countries, previous: previous, byCallingCode: map[int]string{}}
+	h := Homes{Version: version, Default: def, countries: countries, previous: previous, byCallingCode: map[int]string{},
+		parsed: &parsedHomes{m: map[string]string{}}}
 	for cc := range phonenumbers.GetSupportedCallingCodes() {
 		home := ""
 		for i, c := range phonenumbers.GetRegionCodesForCountryCode(cc) {
@@ -99,9 +135,13 @@ func (h Homes) OfNumber(e164 string) string {
 			break // countries of this code have different homes
 		}
 	}
-	p, err := otp.ParsePhone(e164, "")
-	if err != nil {
-		return h.Default
+	if home, ok := h.parsed.get(e164); ok {
+		return home
 	}
-	return h.Of(p.Country())
+	home := h.Default
+	if p, err := otp.ParsePhone(e164, ""); err == nil {
+		home = h.Of(p.Country())
+	}
+	h.parsed.put(e164, home)
+	return home
 }

@@ -215,8 +215,6 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
 	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
 	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
-	// The guard always runs: with its rules off it still keeps the
-	// operators' overrides and the spend ceiling.
 	var (
 		limits      otp.Limiter          = limiter
 		codes       region.CodeStore     = redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts)
@@ -231,13 +229,10 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			return nil, err
 		}
 		limits, codes, idempotency = dep.Limiter(), dep.Codes(), dep.Idempotency()
-		homeScripts = func(country string) pumping.Scripts {
-			if s := dep.HomeScripts(country); s != nil {
-				return s
-			}
-			return nil // an untyped nil: homed here
-		}
+		homeScripts = func(country string) pumping.Scripts { return dep.HomeScripts(country) }
 	}
+	// The guard always runs: with its rules off it still keeps the
+	// operators' overrides and the spend ceiling.
 	_, onCluster := rdb.(*redis.ClusterClient)
 	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts,
 		Home: homeScripts})
