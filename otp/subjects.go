@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// SendPhoneKey starts the key of a send's per-phone subject; the number
+// follows.
+const SendPhoneKey = "send:phone:"
+
 // sendSubject is one kind of thing a send is counted against. The table of
 // them (sendSubjects) is the one place a new kind is added.
 type sendSubject struct {
@@ -36,7 +40,7 @@ const (
 func sendSubjects(cfg Config) []sendSubject {
 	table := []sendSubject{
 		{scope: "phone", of: ofPhone, homed: true, rules: cfg.PhoneRules, key: func(p Phone, _ netip.Addr) string {
-			return "send:phone:" + p.E164
+			return SendPhoneKey + p.E164
 		}},
 		{scope: "ip", of: ofClient, rules: cfg.IPRules, key: func(_ Phone, ip netip.Addr) string {
 			if !ip.IsValid() {

@@ -90,6 +90,14 @@ func NewHomes(version int, def string, countries, previous map[string]string) Ho
 	return h
 }
 
+// Remember notes a number's country, known to a caller that parsed it, so
+// that routing its code and idempotency scope later parses nothing.
+func (h Homes) Remember(e164, country string) {
+	if _, ok := h.parsed.get(e164); !ok {
+		h.parsed.put(e164, h.Of(country))
+	}
+}
+
 // Previous is the old home of a country being moved, or "".
 func (h Homes) Previous(country string) string {
 	if p := h.previous[country]; p != h.Of(country) {

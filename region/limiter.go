@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,9 @@ func (l limiter) split(subjects []otp.Subject, withPrevious bool) (local []otp.S
 		if s.Country == "" {
 			local = append(local, s)
 			continue
+		}
+		if e164, ok := strings.CutPrefix(s.Key, otp.SendPhoneKey); ok {
+			l.d.o.Homes.Remember(e164, s.Country) // the code's routing will need it
 		}
 		homes := []*Store{l.d.home(s.Country)}
 		if prev := l.d.previous(s.Country); withPrevious && prev != nil && prev != homes[0] {
