@@ -4,6 +4,7 @@
 # make bench  limiter and HTTP benchmarks against their baselines
 # make bench-http  wrk against the built binary and two baselines (installs wrk if missing)
 # make bench-pumping  the SMS pumping simulation: attacks next to real users, smsgw against three baselines
+# make bench-regions  three regions with 70 ms between them: sends a second and latency, local and remote homes
 
 GO        ?= go
 # A count, not a time: a time-bounded fuzz run can fail with "context
@@ -22,7 +23,7 @@ FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzParsePhoneTrailing ./otp:FuzzCodeC
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-pumping build
+.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-pumping build bench-regions
 test: services tools vet staticcheck deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -87,3 +88,10 @@ bench: services
 SIM_SCALE ?= 0.3
 bench-pumping: services
 	SMSGW_SIM_SCALE=$(SIM_SCALE) $(GO) test -run '^$$' -bench BenchmarkPumpingSimulation -benchtime 1x -timeout 60m ./pumping
+
+# Three regions on this machine (two Redis of their own and a Cluster, three
+# databases, three processes, 70 ms proxies between them) next to one
+# single-region process: sends a second, p50/p99 and cross-region requests
+# per send, for numbers homed locally and elsewhere (internal/benchhttp/regions_test.go).
+bench-regions: services
+	$(GO) test -run '^$$' -bench BenchmarkRegions -benchtime 1x -timeout 30m -v ./internal/benchhttp | grep -v '^=== '

@@ -49,6 +49,11 @@ type Subject struct {
 	// ("prefix7-1h"), where Scope alone would name two subjects alike;
 	// empty means Scope.
 	Name string
+	// Country is the destination's (ISO code, "001" for international
+	// networks) when the subject is keyed by the destination number: over
+	// several regions its windows live in that country's home region.
+	// Empty for subjects kept where the request is seen (client addresses).
+	Country string
 }
 
 // Window is the state of one rule of one subject as seen by a decision.

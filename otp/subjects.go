@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// SendPhoneKey starts the key of a send's per-phone subject; the number
+// follows.
+const SendPhoneKey = "send:phone:"
+
 // sendSubject is one kind of thing a send is counted against. The table of
 // them (sendSubjects) is the one place a new kind is added.
 type sendSubject struct {
@@ -14,7 +18,9 @@ type sendSubject struct {
 	name string
 	// of says whose identity the key is made of, which decides where the
 	// support desk sees the subject.
-	of    subjectOwner
+	of subjectOwner
+	// homed: keyed by the destination, so kept in the number's home region.
+	homed bool
 	rules []Rule
 	// key names the subject's counters for a request; "" when the request
 	// has nothing to count (no client address).
@@ -33,8 +39,8 @@ const (
 // first. Kinds without rules are left out.
 func sendSubjects(cfg Config) []sendSubject {
 	table := []sendSubject{
-		{scope: "phone", of: ofPhone, rules: cfg.PhoneRules, key: func(p Phone, _ netip.Addr) string {
-			return "send:phone:" + p.E164
+		{scope: "phone", of: ofPhone, homed: true, rules: cfg.PhoneRules, key: func(p Phone, _ netip.Addr) string {
+			return SendPhoneKey + p.E164
 		}},
 		{scope: "ip", of: ofClient, rules: cfg.IPRules, key: func(_ Phone, ip netip.Addr) string {
 			if !ip.IsValid() {
@@ -42,13 +48,13 @@ func sendSubjects(cfg Config) []sendSubject {
 			}
 			return "send:ip:" + IPKey(ip, cfg.IPv6Prefix)
 		}},
-		{scope: "country", of: ofShared, rules: cfg.CountryRules, key: func(p Phone, _ netip.Addr) string {
+		{scope: "country", of: ofShared, homed: true, rules: cfg.CountryRules, key: func(p Phone, _ netip.Addr) string {
 			return "send:country:" + p.Country()
 		}},
 	}
 	for _, pr := range cfg.PrefixRules {
 		n := pr.Digits
-		table = append(table, sendSubject{scope: "prefix", name: "prefix" + strconv.Itoa(n), of: ofShared, rules: pr.Rules, key: func(p Phone, _ netip.Addr) string {
+		table = append(table, sendSubject{scope: "prefix", name: "prefix" + strconv.Itoa(n), of: ofShared, homed: true, rules: pr.Rules, key: func(p Phone, _ netip.Addr) string {
 			digits := p.E164[1:]
 			if len(digits) > n {
 				digits = digits[:n]
@@ -83,7 +89,11 @@ func (s *Service) subjectsOf(of subjectOwner, phone Phone, clientIP netip.Addr) 
 			continue
 		}
 		if key := t.key(phone, clientIP); key != "" {
-			subjects = append(subjects, Subject{Scope: t.scope, Key: key, Rules: t.rules, Name: t.name})
+			sub := Subject{Scope: t.scope, Key: key, Rules: t.rules, Name: t.name}
+			if t.homed {
+				sub.Country = phone.Country()
+			}
+			subjects = append(subjects, sub)
 		}
 	}
 	return subjects

@@ -47,7 +47,9 @@ type Guard struct {
 	scripts Scripts
 	// cluster splits a decision into one script call per hash tag.
 	cluster bool
-	holds   *holdCache
+	// home runs the destination group's scripts (nil: scripts).
+	home  func(country string) Scripts
+	holds *holdCache
 	// nearSeen remembers the subjects recently written to the "near their
 	// budget" list, so a busy one costs one write a minute, not one a text.
 	nearSeen  *holdCache
@@ -74,6 +76,10 @@ type Options struct {
 	Clock func(context.Context) time.Time
 	// HoldEntries bounds the memory of refusals (default 100,000).
 	HoldEntries int
+	// Home, when set (several regions), runs the destination group's
+	// scripts in the country's home region; the rest run on Scripts.
+	// It returns nil for a country homed here.
+	Home func(country string) Scripts
 	// Scripts runs the guard's scripts: the limiter's *redisbatch.Batcher
 	// shares round trips (and WAITs for min_replicas_acked) with the
 	// limiter's and the code store's calls. Nil gives the guard a batcher of
@@ -100,7 +106,7 @@ func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard
 		o.Scripts = redisbatch.New(rdb, redisbatch.Options{})
 	}
 	g := &Guard{scripts: o.Scripts,
-		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, clock: o.Clock,
+		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, home: o.Home, clock: o.Clock,
 		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000),
 		m: newMetrics(o.Registerer),
 	}
@@ -167,6 +173,8 @@ type call struct {
 	bucket int64
 	fresh  bool // the phone was counted anew
 	reply  []int64
+	// country routes the release of a destination group (several regions).
+	country string
 }
 
 // reservation is the Ticket of an otp.PumpingReservation.
@@ -188,18 +196,18 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	case g.cfg.Mode == ModeShadow:
 		mode = 1
 	}
-	if !g.cluster {
+	if !g.cluster && g.homeScripts(phone.Country()) == nil {
 		groups = []group{merge(groups)}
 	}
 	calls := make([]call, len(groups))
 	errs := make([]error, len(groups))
 	netid := networkID(ip)
 	if len(groups) == 1 {
-		calls[0], errs[0] = g.decide(ctx, groups[0], phone.E164, netid, mode)
+		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode)
 	} else {
 		var wg sync.WaitGroup
 		for i := range groups {
-			wg.Go(func() { calls[i], errs[i] = g.decide(ctx, groups[i], phone.E164, netid, mode) })
+			wg.Go(func() { calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode) })
 		}
 		wg.Wait()
 	}
@@ -267,7 +275,28 @@ func merge(groups []group) group {
 	return out
 }
 
-func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode int) (call, error) {
+// scriptsFor runs a group's scripts: the destination group's in the
+// number's home region when there are several.
+func (g *Guard) scriptsFor(grp group, country string) Scripts {
+	if grp.record != "" {
+		if s := g.homeScripts(country); s != nil {
+			return s
+		}
+	}
+	return g.scripts
+}
+
+// homeScripts runs scripts in a country's home region; nil when it is
+// this one.
+func (g *Guard) homeScripts(country string) Scripts {
+	if g.home == nil {
+		return nil
+	}
+	return g.home(country)
+}
+
+func (g *Guard) decide(ctx context.Context, grp group, p otp.Phone, netid string, mode int) (call, error) {
+	phone := p.E164
 	args := make([]any, 0, 12+3*len(grp.subjects))
 	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
 		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
@@ -280,14 +309,14 @@ func (g *Guard) decide(ctx context.Context, grp group, phone, netid string, mode
 			args = append(args, string(s.kind), s.floor, "")
 		}
 	}
-	reply, err := g.scripts.Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
+	reply, err := g.scriptsFor(grp, p.Country()).Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
 	if err != nil {
 		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
 	if len(reply) != 10 || reply[1] < 0 || int(reply[1]) > len(grp.subjects) || reply[5] < 0 || int(reply[5]) > len(grp.subjects) {
 		return call{}, fmt.Errorf("pumping: decide: unexpected reply %v", reply)
 	}
-	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, reply: reply}, nil
+	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, reply: reply, country: p.Country()}, nil
 }
 
 // refusal describes the rule a call's reply names.
@@ -325,7 +354,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		for _, s := range c.grp.subjects {
 			args = append(args, string(s.kind), s.price)
 		}
-		if err := g.scripts.Run(ctx, releaseScript, c.grp.keys(), args...).Err(); err != nil && first == nil {
+		if err := g.scriptsFor(c.grp, c.country).Run(ctx, releaseScript, c.grp.keys(), args...).Err(); err != nil && first == nil {
 			first = fmt.Errorf("pumping: release: %w", err)
 		}
 	}
@@ -348,7 +377,7 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	}
 	d := g.destination(phone)
 	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d"}
-	reply, err := g.scripts.Run(ctx, approveScript, g.approvalKeys(d), args...).Slice()
+	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, g.approvalKeys(d), args...).Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}

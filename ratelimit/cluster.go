@@ -48,13 +48,33 @@ func (l *Limiter) slots(subjects []otp.Subject) [][]otp.Subject {
 // A request may instead be refused because of another's reservation that is
 // later released: such refusals are counted (ContentionRefusals).
 func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp.Subject, groups [][]otp.Subject) (otp.Decision, shardReply, error) {
+	d, r, err := l.reserve(ctx, ticket, subjects, groups)
+	if err != nil || !d.Allowed {
+		return d, r, err
+	}
+	if err := l.settle(ctx, ticket, "commit", groups); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
+		defer cancel()
+		_ = l.settle(rctx, ticket, "release", groups) // else the leases expire
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: commit: %w", err)
+	}
+	return d, r, nil
+}
+
+// reserve is step 1 of allowAcross: a reservation on every slot at once,
+// released again unless every slot admitted.
+func (l *Limiter) reserve(ctx context.Context, ticket string, subjects []otp.Subject, groups [][]otp.Subject) (otp.Decision, shardReply, error) {
 	replies := make([]shardReply, len(groups))
 	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	for i, g := range groups {
-		wg.Go(func() { _, replies[i], errs[i] = l.allowOne(ctx, ticket, g, l.lease) })
+	if len(groups) == 1 {
+		_, replies[0], errs[0] = l.allowOne(ctx, ticket, groups[0], l.lease)
+	} else {
+		var wg sync.WaitGroup
+		for i, g := range groups {
+			wg.Go(func() { _, replies[i], errs[i] = l.allowOne(ctx, ticket, g, l.lease) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	err := errors.Join(errs...)
 	admitted := err == nil
 	var refused *shardReply
@@ -79,14 +99,8 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 		// A refusal stands even if another slot failed: that slot could only
 		// have refused too, or admitted a reservation now released.
 		d := refused.decision()
-		d.Policies = policiesOf(subjects)
+		d.Policies = PoliciesOf(subjects)
 		return d, *refused, nil
-	}
-	if err := l.settle(ctx, ticket, "commit", groups); err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
-		defer cancel()
-		_ = l.settle(rctx, ticket, "release", groups) // else the leases expire
-		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: commit: %w", err)
 	}
 	// The bounding window is the one with the least room over all slots;
 	// ties go to the longer window, then to the first.
@@ -99,7 +113,7 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 			best, now = t, r.now
 		}
 	}
-	return otp.Decision{Allowed: true, Now: now, Tightest: best, Policies: policiesOf(subjects)}, shardReply{allowed: true}, nil
+	return otp.Decision{Allowed: true, Now: now, Tightest: best, Policies: PoliciesOf(subjects)}, shardReply{allowed: true}, nil
 }
 
 // errLeaseLost: a reservation was gone at commit (it outlived its lease and

@@ -103,6 +103,11 @@ func (l *Limiter) ContentionRefusals() uint64 { return l.contention.Load() }
 // primary, or when every subject is on one slot, it is one EVALSHA,
 // pipelined with the decisions of concurrent requests.
 func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subject) (otp.Decision, error) {
+	return l.decide(ctx, ticket, subjects, false)
+}
+
+// decide is Allow, or with reserveOnly Reserve.
+func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subject, reserveOnly bool) (otp.Decision, error) {
 	if len(subjects) == 0 {
 		return otp.Decision{Allowed: true}, nil
 	}
@@ -111,7 +116,7 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		if f, ok := l.refusals.lookup(l.subjectKeys(subjects), start); ok {
 			tight := f.window
 			tight.Reset = f.until.Sub(start)
-			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: policiesOf(subjects)}, nil
+			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: PoliciesOf(subjects)}, nil
 		}
 	}
 	var (
@@ -119,7 +124,9 @@ func (l *Limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subje
 		r   shardReply
 		err error
 	)
-	if groups := l.slots(subjects); len(groups) > 1 {
+	if groups := l.slots(subjects); reserveOnly {
+		d, r, err = l.reserve(ctx, ticket, subjects, groups)
+	} else if len(groups) > 1 {
 		d, r, err = l.allowAcross(ctx, ticket, subjects, groups)
 	} else {
 		d, r, err = l.allowOne(ctx, ticket, subjects, 0)
@@ -236,8 +243,9 @@ func (l *Limiter) subjectKeys(subjects []otp.Subject) []string {
 	return keys
 }
 
-// policiesOf lists the subjects' windows in the order the scripts number them.
-func policiesOf(subjects []otp.Subject) []otp.Window {
+// PoliciesOf lists the subjects' windows in the order the scripts number
+// them: a Decision's Policies.
+func PoliciesOf(subjects []otp.Subject) []otp.Window {
 	var policies []otp.Window
 	for _, s := range subjects {
 		for _, r := range s.Rules {
@@ -257,7 +265,7 @@ func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject, lease time.D
 			keys = append(keys, l.pendingKey(s))
 		}
 	}
-	policies = policiesOf(subjects)
+	policies = PoliciesOf(subjects)
 	args = make([]any, 0, 3+2*len(subjects)+2*len(policies))
 	if l.now != nil {
 		args = append(args, l.now().UnixMicro())

@@ -30,6 +30,7 @@ import (
 	"smsgw/otp/redisstore"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
+	"smsgw/region"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 )
@@ -221,10 +222,27 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
 	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
 	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
+	var (
+		limits      otp.Limiter          = limiter
+		codes       region.CodeStore     = redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts)
+		idempotency otp.IdempotencyStore = redisstore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
+		homeScripts func(country string) pumping.Scripts
+	)
+	if cfg.Region.Name != "" {
+		// Several regions: number-keyed state goes to the number's home.
+		dep, err := a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
+			Codes: codes, Idempotency: idempotency}, cfg.Redis.KeyPrefix, d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		limits, codes, idempotency = dep.Limiter(), dep.Codes(), dep.Idempotency()
+		homeScripts = func(country string) pumping.Scripts { return dep.HomeScripts(country) }
+	}
 	// The guard always runs: with its rules off it still keeps the
 	// operators' overrides and the spend ceiling.
 	_, onCluster := rdb.(*redis.ClusterClient)
-	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts})
+	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts,
+		Home: homeScripts})
 	a.Guard = guard
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	var verifier otp.ChallengeVerifier = otp.NoChallenge{}
@@ -236,12 +254,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		return nil, err
 	}
 	a.providers = router.Providers()
-	codes := redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts)
 	a.Service = otp.NewService(cfg.domain(), otp.Deps{
-		Limiter:     limiter,
+		Limiter:     limits,
 		Sender:      router,
 		Codes:       codes,
-		Idempotency: redisstore.NewIdempotency(rdb, cfg.Redis.KeyPrefix),
+		Idempotency: idempotency,
 		Pumping:     guard,
 		Overrides:   guard,
 		Challenge:   verifier,

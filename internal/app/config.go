@@ -39,17 +39,8 @@ type Config struct {
 	Log struct {
 		Level string `toml:"level"`
 	} `toml:"log"`
-	Redis struct {
-		URL              string   `toml:"url"`
-		SentinelMaster   string   `toml:"sentinel_master"`
-		SentinelAddrs    []string `toml:"sentinel_addrs"`
-		ClusterAddrs     []string `toml:"cluster_addrs"`
-		MinReplicasAcked int      `toml:"min_replicas_acked"`
-		Timeout          Duration `toml:"timeout"`
-		KeyPrefix        string   `toml:"key_prefix"`
-		PoolSize         int      `toml:"pool_size"`
-		Pipelines        int      `toml:"pipelines"`
-	} `toml:"redis"`
+	Redis    RedisConfig  `toml:"redis"`
+	Region   RegionConfig `toml:"region"`
 	Postgres struct {
 		URL string `toml:"url"`
 	} `toml:"postgres"`
@@ -149,11 +140,27 @@ type Config struct {
 	apiKeys        []api.APIKey
 }
 
+// RedisConfig is [redis], and each region's [region.redis.<name>].
+type RedisConfig struct {
+	URL              string   `toml:"url"`
+	SentinelMaster   string   `toml:"sentinel_master"`
+	SentinelAddrs    []string `toml:"sentinel_addrs"`
+	ClusterAddrs     []string `toml:"cluster_addrs"`
+	MinReplicasAcked int      `toml:"min_replicas_acked"`
+	Timeout          Duration `toml:"timeout"`
+	KeyPrefix        string   `toml:"key_prefix"`
+	PoolSize         int      `toml:"pool_size"`
+	Pipelines        int      `toml:"pipelines"`
+}
+
 // redis is what the Redis client is built from.
 func (c *Config) redis() redisconn.Options {
-	r := c.Redis
+	return c.Redis.options(c.redisSentinelPassword)
+}
+
+func (r RedisConfig) options(sentinelPassword string) redisconn.Options {
 	return redisconn.Options{URL: r.URL, SentinelMaster: r.SentinelMaster, SentinelAddrs: r.SentinelAddrs,
-		SentinelPassword: c.redisSentinelPassword, ClusterAddrs: r.ClusterAddrs, Timeout: r.Timeout.Duration, PoolSize: r.PoolSize}
+		SentinelPassword: sentinelPassword, ClusterAddrs: r.ClusterAddrs, Timeout: r.Timeout.Duration, PoolSize: r.PoolSize}
 }
 
 func (c *Config) pumping() pumping.Config {
@@ -433,6 +440,9 @@ func (c *Config) validate() error {
 	}
 	if c.Redis.Pipelines < 1 {
 		return fmt.Errorf("redis.pipelines: must be at least 1, got %d", c.Redis.Pipelines)
+	}
+	if err := c.Region.validate(c.Redis); err != nil {
+		return err
 	}
 	if u, err := url.Parse(c.Postgres.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return &keyError{"postgres.url", fmt.Sprintf("want postgres://user@host:port/db, got a %q URL", schemeOf(c.Postgres.URL))}

@@ -252,3 +252,38 @@ func TestCORSOrigins(t *testing.T) {
 		t.Fatalf("cors origins %v, want %v", cfg.corsOrigins, want)
 	}
 }
+
+func TestRegionConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, wantKey string
+	}{
+		{"one region by default", "", ""},
+		{"homes without a name", "[region.homes]\nGB = \"eu\"\n", "region.name"},
+		{"a bad name", "[region]\nname = \"EU West\"\n", "region.name"},
+		{"an unknown home", "[region]\nname = \"eu\"\n[region.homes]\nGB = \"us\"\n", "region.homes.GB"},
+		{"an unknown country", "[region]\nname = \"eu\"\n[region.homes]\nXX = \"eu\"\n", "region.homes.XX"},
+		{"an unknown default", "[region]\nname = \"eu\"\ndefault_home = \"us\"\n", "region.default_home"},
+		{"a negative fallback", "[region]\nname = \"eu\"\nfallback = -1\n", "region.fallback"},
+		{"its own Redis listed", "[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://127.0.0.1:6379/0\"\n", "region.redis.eu"},
+		{"another region's Redis without an address", "[region]\nname = \"eu\"\n[region.redis.us]\ntimeout = \"1s\"\n", "region.redis.us.url"},
+		{"an unknown previous home", "[region]\nname = \"eu\"\n[region.previous_homes]\nGB = \"ap\"\n", "region.previous_homes.GB"},
+		{"a valid deployment", "[region]\nname = \"eu\"\ndefault_home = \"us\"\nfallback = 1\n[region.homes]\ngb = \"eu\"\n[region.previous_homes]\nGB = \"us\"\n[region.redis.us]\nurl = \"redis://10.0.0.1:6379/0\"\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "smsgw.toml")
+			if err := os.WriteFile(path, []byte(tc.toml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadConfig(path, func(string) string { return "" })
+			if err == nil {
+				err = cfg.validate()
+			}
+			switch {
+			case tc.wantKey == "" && err != nil:
+				t.Fatalf("valid config refused: %v", err)
+			case tc.wantKey != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantKey+":") && !strings.Contains(err.Error(), " "+tc.wantKey+":")):
+				t.Fatalf("got %v, want an error naming %s", err, tc.wantKey)
+			}
+		})
+	}
+}

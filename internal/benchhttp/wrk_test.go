@@ -297,6 +297,13 @@ provider = "fake"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	return serve(b, bin, path, addr)
+}
+
+// serve runs the binary with the config at path, listening on addr, until
+// the benchmark ends, and returns its URL once it is ready.
+func serve(b *testing.B, bin, path, addr string) string {
+	b.Helper()
 	cmd := exec.Command(bin, "-config", path)
 	cmd.Env = append(os.Environ(), "SMSGW_SECRET=bench-secret-0123456789abcdefghijklmnop")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
