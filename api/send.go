@@ -83,7 +83,9 @@ func (s *Server) handleSend(c echo.Context) error {
 		// without the client waiting for it.
 		s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 		s.AuditLog.Finish(ev)
-	} else if rerr := s.durable(ctx, ev); rerr != nil {
+	} else if rerr := s.answered(ctx, ev, func() string {
+		return s.Service.AuditSubject(res.Decision, res.RuleSubject, res.Phone, ev.ClientIP)
+	}); rerr != nil {
 		return rerr
 	}
 	if res.Limited {

@@ -47,6 +47,20 @@ type Options struct {
 	// as much per row (`make bench-http`), and a row reads "sending" that
 	// much longer after its answer.
 	FinalEvery time.Duration
+	// RowsPerSubjectMinute is how many answers that texted nobody have a
+	// row of their own per subject and minute (default 20); the rest of the
+	// minute are counted on the subject's rollup. RowsPerSecond bounds the
+	// rows such answers make per second, rollups included (default 200);
+	// past it they fold per (kind, outcome, reason, minute).
+	RowsPerSubjectMinute int
+	RowsPerSecond        int
+	// RollupEvery is how often changed rollups are written (default 1s):
+	// what a crash may lose of the answers that texted nobody.
+	RollupEvery time.Duration
+	// RollupKeys bounds the subjects counted per minute and the open
+	// rollups (default 100000 each): past it, answers fold wider, so a flood
+	// of new subjects costs bounded memory.
+	RollupKeys int
 	Metrics    prometheus.Registerer
 }
 
@@ -71,6 +85,8 @@ type Writer struct {
 	opts  Options
 	spool *spool
 	dead  deadLetters
+	// rollups counts answers that texted nobody (Note).
+	rollups *rollups
 
 	mu     sync.RWMutex // guards closed against Record sending on a closed queue
 	closed bool
@@ -151,6 +167,18 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.FinalEvery <= 0 {
 		opts.FinalEvery = 50 * time.Millisecond
 	}
+	if opts.RowsPerSubjectMinute <= 0 {
+		opts.RowsPerSubjectMinute = 20
+	}
+	if opts.RowsPerSecond <= 0 {
+		opts.RowsPerSecond = 200
+	}
+	if opts.RollupEvery <= 0 {
+		opts.RollupEvery = time.Second
+	}
+	if opts.RollupKeys <= 0 {
+		opts.RollupKeys = 100000
+	}
 	giveUp, stop := context.WithCancel(context.Background())
 	w := &Writer{
 		pool: pool, log: log, opts: opts,
@@ -159,6 +187,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		done:   make(chan struct{}),
 		finals: make(chan pending, opts.QueueSize), finalsDone: make(chan struct{}),
 		giveUp: giveUp, stop: stop,
+		rollups:  newRollups(opts.RowsPerSubjectMinute, opts.RowsPerSecond, opts.RollupKeys),
 		written:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_written_total", Help: "Audit rows stored in Postgres as requests were answered."}),
 		failed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_write_errors_total", Help: "Audit batches Postgres did not take in time."}),
 		spooled:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_spooled_total", Help: "Audit rows made durable in the local spool."}),
@@ -292,10 +321,70 @@ func (w *Writer) enqueue(ctx context.Context, p pending) error {
 	}
 }
 
+// Note records an answer that texted nobody and changed no code, without
+// waiting: a row of its own while its subject has had fewer than
+// RowsPerSubjectMinute this minute and the replica fewer than RowsPerSecond
+// this second, else a count on a rollup, written by Run within RollupEvery.
+func (w *Writer) Note(e otp.AuditEvent, subject string) {
+	w.rollups.note(e, subject, w.offer)
+}
+
+// offer queues a row nobody waits for if there is room right now.
+func (w *Writer) offer(e otp.AuditEvent) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return false
+	}
+	select {
+	case w.finals <- pending{e: e}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Run writes the rollups that changed every RollupEvery until ctx ends,
+// then once more.
+func (w *Writer) Run(ctx context.Context) error {
+	tick := time.NewTicker(w.opts.RollupEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return w.flushRollups(context.Background())
+		case <-tick.C:
+			if err := w.flushRollups(ctx); err != nil {
+				w.log.Warn("audit rollups not queued; kept for the next flush", "err", err)
+			}
+		}
+	}
+}
+
+// flushRollups queues the rollups that changed since the last flush,
+// waiting at most RollupEvery for room; those the queue does not take are
+// kept for the next.
+func (w *Writer) flushRollups(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.RollupEvery)
+	defer cancel()
+	changed := w.rollups.changed(time.Now())
+	for i, e := range changed {
+		if err := w.enqueue(ctx, pending{e: e}); err != nil {
+			w.rollups.retry(changed[i:])
+			return err
+		}
+	}
+	return nil
+}
+
 // Close stops accepting rows, makes every queued one durable and stops the
 // replay (what is still spooled is replayed at the next start). Without a
 // spool, if Postgres stays down past ctx's deadline, it reports the loss.
 func (w *Writer) Close(ctx context.Context) error {
+	if err := w.flushRollups(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		w.lost.Inc()
+		w.log.Error("audit rollups not queued at shutdown", "err", err)
+	}
 	w.mu.Lock()
 	if !w.closed {
 		w.closed = true
@@ -506,15 +595,18 @@ func (w *Writer) store(ctx context.Context, g group) error {
 	if g.retry {
 		err = Write(ctx, w.pool, g.rows)
 	} else {
-		var fresh, finals []otp.AuditEvent
+		var fresh, finals, rollups []otp.AuditEvent
 		for _, e := range g.rows {
-			if g.finals[e.ID] {
+			switch {
+			case g.finals[e.ID]:
 				finals = append(finals, e)
-			} else {
+			case e.Rollup():
+				rollups = append(rollups, e)
+			default:
 				fresh = append(fresh, e)
 			}
 		}
-		err = writeGroup(ctx, w.pool, fresh, finals)
+		err = writeGroup(ctx, w.pool, fresh, finals, rollups)
 	}
 	pgErr, bad := refusedData(err)
 	if !bad {

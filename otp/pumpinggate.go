@@ -18,8 +18,9 @@ type pumpingGate struct {
 	// solved is set once the request's challenge token was accepted.
 	solved bool
 	res    PumpingReservation
-	// refusal is the audit reason of the gate's refusal, set with it.
-	refusal string
+	// refusal is the audit reason of the gate's refusal, set with it, and
+	// subject what the refusing rule counted.
+	refusal, subject string
 }
 
 // held answers from memory, before anything touches Redis.
@@ -53,7 +54,7 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 			return unavailable("pumping", err)
 		}
 		if res.Refused != nil {
-			g.refusal = res.Refused.Reason()
+			g.refusal, g.subject = res.Refused.Reason(), res.Refused.Subject
 			return pumpingRefused(*res.Refused)
 		}
 	}
@@ -66,13 +67,13 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	// A verifier without a provider offers no challenge.
 	if g.s.Challenge.Widget().Provider == "" || r.Scope == "spend" {
-		g.refusal = r.Reason()
+		g.refusal, g.subject = r.Reason(), r.Subject
 		return pumpingRefused(r)
 	}
 	if g.solved {
 		return nil
 	}
-	g.refusal = "challenge_required:" + r.Reason()
+	g.refusal, g.subject = "challenge_required:"+r.Reason(), r.Subject
 	if g.req.ChallengeToken == "" {
 		return challengeRequired(g.s.Challenge.Widget(), r, "solve the challenge and send again with its challenge_token")
 	}
@@ -82,10 +83,10 @@ func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	case errors.As(err, &rejected):
 		return challengeRequired(g.s.Challenge.Widget(), r, "the challenge_token was not accepted; solve a new challenge")
 	case err != nil:
-		g.refusal = ""
+		g.refusal, g.subject = "", ""
 		return unavailable("challenge", err)
 	}
-	g.refusal, g.solved = "", true
+	g.refusal, g.subject, g.solved = "", "", true
 	return nil
 }
 

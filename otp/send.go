@@ -47,6 +47,8 @@ type SendResult struct {
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same Idempotency-Key.
 	Replayed bool
+	// RuleSubject is what the pumping rule that refused the send counted.
+	RuleSubject string
 }
 
 // Send texts a code to the request's phone if every limit has room. While a
@@ -94,7 +96,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// A subject a pumping rule holds is refused from memory: a flood on a
 	// held range costs no Redis call.
 	if err := gate.held(ctx, phone); err != nil {
-		res.Reason = gate.refusal
+		res.Reason, res.RuleSubject = gate.refusal, gate.subject
 		return res, err
 	}
 
@@ -115,7 +117,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	defer cancel()
 	if err := gate.reserve(ctx, phone); err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason = gate.refusal
+		res.Reason, res.RuleSubject = gate.refusal, gate.subject
 		return res, err
 	}
 	// Both the windows and the pumping guard hold this send now.
