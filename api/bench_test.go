@@ -174,6 +174,7 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	go writer.Run(ctx) // Close ends it and waits
 	b.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -172,4 +173,60 @@ func unixFloor(t time.Time, unit int64) int64 {
 		return s/unit - 1
 	}
 	return s / unit
+}
+
+// Note records an answer that texted nobody and changed no code, without
+// waiting: a row of its own while its subject has had fewer than
+// RowsPerSubjectMinute this minute and the replica fewer than RowsPerSecond
+// this second, else a count on a rollup, written within RollupEvery.
+func (w *Writer) Note(e otp.AuditEvent, subject string) {
+	w.rollups.note(e, subject, w.offer)
+}
+
+// offer queues a row nobody waits for if there is room right now.
+func (w *Writer) offer(e otp.AuditEvent) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return false
+	}
+	select {
+	case w.unwaited.queue <- pending{e: e}:
+		return true
+	default:
+		return false
+	}
+}
+
+// rollupLoop queues the rollups that changed every RollupEvery until ctx
+// ends (Close queues the last of them).
+func (w *Writer) rollupLoop(ctx context.Context) {
+	tick := time.NewTicker(w.opts.RollupEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := w.flushRollups(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("audit rollups not queued; kept for the next flush", "err", err)
+			}
+		}
+	}
+}
+
+// flushRollups queues the rollups that changed since the last flush,
+// waiting at most RollupEvery for room; those the queue does not take are
+// kept for the next.
+func (w *Writer) flushRollups(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.RollupEvery)
+	defer cancel()
+	changed := w.rollups.changed(time.Now())
+	for i, e := range changed {
+		if err := w.enqueue(ctx, w.unwaited, pending{e: e}); err != nil {
+			w.rollups.retry(changed[i:])
+			return err
+		}
+	}
+	return nil
 }

@@ -14,20 +14,6 @@ import (
 	"smsgw/otp"
 )
 
-// run runs w's loops until the test ends (before w is closed).
-func run(t *testing.T, w *audit.Writer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-}
-
 // refusal is the i-th refused send of a flood, at.
 func refusal(i int, at time.Time, phone string) otp.AuditEvent {
 	return otp.AuditEvent{ID: newUUID(), Time: at, Kind: otp.KindSend, Outcome: otp.ERateLimited,
@@ -109,7 +95,6 @@ func TestRollups(t *testing.T) {
 			pool := newPool(t, newDatabase(t))
 			w := newWriter(t, pool, audit.Options{RowsPerSubjectMinute: tc.perSubject, RowsPerSecond: tc.perSecond,
 				RollupEvery: 20 * time.Millisecond})
-			run(t, w)
 			at := minuteStart().Add(time.Second)
 			n := 0
 			for s := 0; s < tc.subjects; s++ {
@@ -157,7 +142,6 @@ func TestRollups(t *testing.T) {
 func TestRollupOfOneSubjectKeepsItsNumber(t *testing.T) {
 	pool := newPool(t, newDatabase(t))
 	w := newWriter(t, pool, audit.Options{RowsPerSubjectMinute: 1, RollupEvery: 20 * time.Millisecond})
-	run(t, w)
 	at := minuteStart()
 	for i := 0; i < 5; i++ {
 		w.Note(refusal(i, at.Add(time.Duration(i)*time.Millisecond), "+37120000000"), "phone:+37120000000")
@@ -183,7 +167,6 @@ func TestRollupSumsExactAcrossReplicas(t *testing.T) {
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
 		w := newWriter(t, newPool(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
-		run(t, w)
 		for g := 0; g < goroutines; g++ {
 			wg.Add(1)
 			go func() {
@@ -211,7 +194,6 @@ func TestRollupsThroughAnOutage(t *testing.T) {
 	through, direct, proxy := proxied(t)
 	w := newWriter(t, through, audit.Options{SpoolDir: t.TempDir(), WriteTimeout: 5 * time.Second,
 		RowsPerSubjectMinute: 3, RollupEvery: 10 * time.Millisecond})
-	run(t, w)
 	flood := func(from, n int) {
 		for i := from; i < from+n; i++ {
 			w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")

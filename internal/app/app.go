@@ -404,7 +404,7 @@ func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (pos
 		a.log.Error("Postgres is not reachable: serving anyway, audit rows are spooled locally until it is", "err", err)
 		writer.SetPostgresReady(false)
 	}
-	a.loops = append(a.loops, loop{"audit rollups", writer.Run}, loop{"postgres maintenance", func(ctx context.Context) error {
+	a.loops = append(a.loops, loop{"audit writer", writer.Run}, loop{"postgres maintenance", func(ctx context.Context) error {
 		maintainPostgres(ctx, cfg, pool, writer, a.log)
 		return nil
 	}})

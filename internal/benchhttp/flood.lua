@@ -1,0 +1,48 @@
+-- wrk script for the flood shapes of BenchmarkFlood: POST /v1/otp/send.
+-- Arguments: path, shape, and a base that keeps each run's values apart.
+--   "one-client": one number from one address, every request;
+--   "bad-numbers": a number that cannot parse, from a new address every request;
+--   "pumped-block": a number of one Latvian block of 100 (+371200000NN), from a
+--   new address every request (X-Forwarded-For; loopback is a trusted proxy).
+local threads = {}
+
+function setup(thread)
+  thread:set("tid", #threads)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  path, shape, base = args[1], args[2], tonumber(args[3])
+  n = 0
+  codes = {}
+end
+
+function request()
+  n = n + 1
+  local i = base + tid * 1000000 + n
+  local phone, ip
+  local fresh = string.format("10.%d.%d.%d", math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256)
+  if shape == "bad-numbers" then
+    phone, ip = "+1000", fresh
+  elseif shape == "pumped-block" then
+    phone, ip = string.format("+371200000%02d", i % 100), fresh
+  else
+    phone = string.format("+1650253%04d", base % 10000)
+    ip = string.format("192.0.2.%d", base % 250 + 1)
+  end
+  local headers = {["Content-Type"] = "application/json", ["X-Forwarded-For"] = ip}
+  return wrk.format("POST", path, headers, '{"phone":"' .. phone .. '"}')
+end
+
+function response(status)
+  codes[status] = (codes[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  for _, t in ipairs(threads) do
+    for status, count in pairs(t:get("codes")) do
+      io.write(string.format("status %d %d\n", status, count))
+    end
+  end
+  io.write(string.format("p50 %d\np99 %d\n", latency:percentile(50), latency:percentile(99)))
+end
