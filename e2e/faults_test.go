@@ -40,7 +40,7 @@ type load struct {
 	mu       sync.Mutex
 	answered map[string]int       // request id → status
 	at       map[string]time.Time // request id → when its answer was read
-	failed   atomic.Int64   // no answer (connection dropped or refused)
+	failed   atomic.Int64         // no answer (connection dropped or refused)
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
