@@ -164,6 +164,35 @@ func TestKillNineLosesNoText(t *testing.T) {
 	requireEveryTextAudited(t, e, g.phones())
 }
 
+// TestKillNineUnderAFloodLosesAtMostASecond: smsgw is SIGKILLed while one
+// client floods it with refusals (one phone, one address: its own rows,
+// then a rollup) beside sends that text. After a restart on the same spool,
+// every text has its row, and the refusals are all counted but those
+// answered in the last second before the kill (SPEC "Audit").
+func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := newRecordingGateway(t)
+	dir := t.TempDir()
+	cfg := faultConfig + g.config()
+	p := startWithIn(t, e, cfg, gatewayEnv, dir)
+	texts := startLoad(t, func() string { return p.URL }, 4)
+	refusals := startLoadOf(t, func() string { return p.URL }, 16, func(int64) (string, string) { return "+16502539999", "192.0.2.99" })
+	waitFor(t, 60*time.Second, "a flood past a rollup's first seconds", func() bool { return refusals.count() > 3000 && texts.count() > 100 })
+	killedAt := time.Now()
+	p.kill(t)
+	answered := texts.end()
+	maps.Copy(answered, refusals.end())
+	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
+
+	again := startWithIn(t, e, cfg, gatewayEnv, dir)
+	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
+	again.stop(t)
+	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
+	requireOneRowEach(t, e, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
+	requireEveryTextAudited(t, e, g.phones())
+}
+
 // mountTmpfs mounts a tmpfs of the given size for the test (CI runs as
 // root), unmounted when the test ends, even when it fails.
 func mountTmpfs(t *testing.T, size string) string {

@@ -47,6 +47,15 @@ type load struct {
 
 func startLoad(t *testing.T, url func() string, workers int) *load {
 	t.Helper()
+	return startLoadOf(t, url, workers, func(n int64) (string, string) {
+		return fmt.Sprintf("+1650%07d", 2530000+n), fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+	})
+}
+
+// startLoadOf is startLoad with the phone and client address of the n-th
+// request from who.
+func startLoadOf(t *testing.T, url func() string, workers int, who func(n int64) (phone, ip string)) *load {
+	t.Helper()
 	l := &load{answered: map[string]int{}, at: map[string]time.Time{}, stop: make(chan struct{})}
 	c := &http.Client{Timeout: 5 * time.Second}
 	for w := 0; w < workers; w++ {
@@ -61,11 +70,12 @@ func startLoad(t *testing.T, url func() string, workers int) *load {
 				}
 				n := loadSeq.Add(1)
 				id := fmt.Sprintf("load-%d", n)
+				phone, ip := who(n)
 				req, _ := http.NewRequest(http.MethodPost, url()+"/v1/otp/send",
-					strings.NewReader(fmt.Sprintf(`{"phone": "+1650%07d"}`, 2530000+n)))
+					strings.NewReader(fmt.Sprintf(`{"phone": %q}`, phone)))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Request-ID", id)
-				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255))
+				req.Header.Set("X-Forwarded-For", ip)
 				res, err := c.Do(req)
 				if err != nil {
 					l.failed.Add(1)

@@ -48,12 +48,12 @@ func BenchmarkFlood(b *testing.B) {
 		b.Fatalf("pg_walinspect (PostgreSQL 15 contrib) is needed to tell this database's WAL apart: %v", err)
 	}
 	url := startSmsgw(b, prefix+"smsgw:", dsn, "")
-	script, err := filepath.Abs("flood.lua")
+	script, err := filepath.Abs("send.lua")
 	if err != nil {
 		b.Fatal(err)
 	}
 	shapes := []struct{ name, lua, what string }{
-		{"one-client", "one-client", "one client, one phone"},
+		{"one-client", "hot", "one client, one phone"},
 		{"bad-numbers", "bad-numbers", "a new address per request, numbers that do not parse"},
 		{"pumped-block", "pumped-block", "a new address per request, one pumped Latvian block of 100"},
 	}
