@@ -68,7 +68,7 @@ func (r *rollups) note(e otp.AuditEvent, subject string, emit func(otp.AuditEven
 		r.minute = minute
 		clear(r.seen)
 	}
-	if second != r.second {
+	if second > r.second { // a late answer of the second before spends this one's budget
 		r.second, r.budget = second, r.perSecond
 	}
 	n, known := r.seen[subject]
