@@ -1,5 +1,5 @@
 # make test   everything CI checks (starts Redis and Postgres, installs Chromium and promtool, if needed)
-# make run    the service against local Redis and Postgres
+# make run    the service against local Redis and Postgres (fake provider; needs SMSGW_SECRET)
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
 # make bench-http  wrk against the built binary and two baselines (installs wrk if missing)
@@ -63,8 +63,12 @@ fuzz:
 build:
 	$(GO) build -o bin/smsgw ./cmd/smsgw
 
+# make run texts nobody: the fake provider, named by RUN_CONFIG (its codes
+# at GET /v1/fake/messages with the admin token). Point RUN_CONFIG at your
+# own file to run with a real provider.
+RUN_CONFIG ?= examples/fake-provider.toml
 run: services
-	$(GO) run ./cmd/smsgw
+	$(GO) run ./cmd/smsgw -config $(RUN_CONFIG)
 
 dev:
 	$(GO) run ./cmd/smsgw -dev

@@ -14,9 +14,15 @@ type APIKey struct {
 	Name    string
 	SHA256  [32]byte
 	Enabled bool
+	// ForwardClientIP lets the key's requests carry "client_ip": a backend
+	// calling for its users.
+	ForwardClientIP bool
 }
 
-const ctxAPIKey = "smsgw.api_key"
+const (
+	ctxAPIKey   = "smsgw.api_key"
+	ctxForwards = "smsgw.forwards_client_ip"
+)
 
 // apiKeyName is the name of the key the request came with.
 func apiKeyName(c echo.Context) string {
@@ -51,6 +57,7 @@ func (s *Server) requireAPIKey(kind string) echo.MiddlewareFunc {
 				return otp.Errorf(otp.EUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
 			}
 			c.Set(ctxAPIKey, k.Name)
+			c.Set(ctxForwards, k.ForwardClientIP)
 			return next(c)
 		}
 	}

@@ -20,23 +20,28 @@ const corsAllowedHeaders = "Content-Type, Authorization, Idempotency-Key, X-Requ
 // cors lets the pages of the configured origins call send and verify from
 // the browser. Origins match exactly (scheme, host, port); "*" allows any
 // page but never with credentials, as browsers require. A preflight from an
-// allowed origin is answered 204; from any other, 403. Without origins
-// configured nothing changes.
+// allowed origin is answered 204; from any other, 403, which says where to
+// allow it, also when no origin is configured (a page's developer then sees
+// why, not a bare CORS failure). Without origins nothing else changes.
 func cors(origins []string) echo.MiddlewareFunc {
 	wildcard := slices.Contains(origins, "*")
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if len(origins) == 0 {
-			return next
-		}
 		return func(c echo.Context) error {
 			r, h := c.Request(), c.Response().Header()
 			if !strings.HasPrefix(r.URL.Path, "/v1/otp/") {
 				return next(c)
 			}
+			preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+			if len(origins) == 0 {
+				if preflight {
+					return otp.Errorf(otp.EForbidden, "no page may call smsgw from a browser: server.cors_origins is empty; list the page's origin %q there", r.Header.Get("Origin"))
+				}
+				return next(c)
+			}
 			h.Add("Vary", "Origin")
 			origin := r.Header.Get("Origin")
 			allowed := origin != "" && (wildcard || slices.Contains(origins, strings.ToLower(origin)))
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if preflight {
 				h.Add("Vary", "Access-Control-Request-Method")
 				h.Add("Vary", "Access-Control-Request-Headers")
 				if !allowed {

@@ -24,7 +24,7 @@ func TestCORS(t *testing.T) {
 		{"a subdomain is another origin", []string{"https://example.com"}, "https://signup.example.com", 403, "", false},
 		{"another port is another origin", []string{"https://signup.example.com"}, "https://signup.example.com:8443", 403, "", false},
 		{"wildcard, never with credentials", []string{"*"}, "https://any.example", 204, "*", false},
-		{"none configured", nil, "https://signup.example.com", 204, "", false},
+		{"none configured: 403 saying where to allow it", nil, "https://signup.example.com", 403, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

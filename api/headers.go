@@ -42,3 +42,18 @@ func setLimitHeaders(h http.Header, d otp.Decision) {
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// setRuleHeaders writes the limit headers for a pumping rule's (or the spend
+// ceiling's) refusal or challenge: the rule is the policy, named as the
+// body's "rule", with its budget and window, nothing remaining, and its
+// reset when the rule gives room back (the body's retry_after). A spend
+// budget is money and may have a fraction.
+func setRuleHeaders(h http.Header, r otp.PumpingRefusal, now time.Time) {
+	limit := strconv.FormatFloat(r.Limit, 'f', -1, 64)
+	reset := ceilSeconds(r.RetryAfter)
+	h["Ratelimit-Policy"] = []string{`"` + r.Rule + `";q=` + limit + ";w=" + strconv.FormatInt(int64(r.Window/time.Second), 10)}
+	h["Ratelimit"] = []string{`"` + r.Rule + `";r=0;t=` + strconv.FormatInt(reset, 10)}
+	h["X-Ratelimit-Limit"] = []string{limit}
+	h["X-Ratelimit-Remaining"] = []string{"0"}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(time.Duration(now.Add(r.RetryAfter).UnixNano())), 10)}
+}

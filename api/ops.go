@@ -52,9 +52,16 @@ func (s *Server) handleReadyz(c echo.Context) error {
 	if len(failed) > 0 {
 		e := otp.Errorf(otp.EUnavailable, "not ready: %s not answering", strings.Join(failed, ", "))
 		e.Fields = map[string]any{"checks": results, "failed": failed}
+		if len(s.cfg.Warnings) > 0 {
+			e.Fields["warnings"] = s.cfg.Warnings
+		}
 		return e
 	}
-	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "checks": results})
+	body := map[string]any{"status": "ready", "checks": results}
+	if len(s.cfg.Warnings) > 0 {
+		body["warnings"] = s.cfg.Warnings
+	}
+	return c.JSON(http.StatusOK, body)
 }
 
 func (s *Server) handleMetrics() echo.HandlerFunc {

@@ -28,6 +28,10 @@ func (s *Server) routes() {
 	e.GET("/openapi.json", s.handleOpenAPI)
 
 	for _, ep := range s.Endpoints {
-		e.Add(ep.Method, ep.Path, func(c echo.Context) error { return ep.Handle(c.Response(), c.Request()) })
+		var guard []echo.MiddlewareFunc
+		if ep.Admin {
+			guard = append(guard, s.requireAdmin)
+		}
+		e.Add(ep.Method, ep.Path, func(c echo.Context) error { return ep.Handle(c.Response(), c.Request()) }, guard...)
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,6 +16,8 @@ type sendRequest struct {
 	Locale string `json:"locale"`
 	// ChallengeToken is a solved bot challenge (see pumping.challenge).
 	ChallengeToken string `json:"challenge_token"`
+	// ClientIP is the end user's address, from a backend allowed to send it.
+	ClientIP string `json:"client_ip"`
 }
 
 type sendResponse struct {
@@ -63,6 +66,9 @@ func (s *Server) handleSend(c echo.Context) error {
 	if err == nil {
 		err = req.validate()
 	}
+	if err == nil {
+		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
+	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err
 	}
@@ -73,6 +79,7 @@ func (s *Server) handleSend(c echo.Context) error {
 		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
+	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)
 	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
 	setOutcome(&ev, err, otp.OutcomeSent)
 	if row.failed {
@@ -85,11 +92,15 @@ func (s *Server) handleSend(c echo.Context) error {
 		s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 		s.AuditLog.Finish(ev)
 	} else if rerr := s.answered(ctx, ev, func() string {
-		return s.Service.AuditSubject(res.Decision, res.RuleSubject, res.Phone, ev.ClientIP)
+		return s.Service.AuditSubject(res.Decision, res.Refusal, res.Phone, ev.ClientIP)
 	}); rerr != nil {
 		return rerr
 	}
-	if res.Limited {
+	switch {
+	case res.Refusal != nil:
+		// The rule that refused, not the windows it never reached.
+		setRuleHeaders(c.Response().Header(), *res.Refusal, time.Now())
+	case res.Limited:
 		setLimitHeaders(c.Response().Header(), res.Decision)
 	}
 	if err != nil {

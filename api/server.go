@@ -26,6 +26,9 @@ type Config struct {
 	APIKeys []APIKey
 	// CORSOrigins may call send and verify from a browser.
 	CORSOrigins []string
+	// Warnings are what an operator must know about this configuration
+	// (the fake provider outside -dev): /readyz lists them.
+	Warnings []string
 }
 
 // Deps are what the handlers run on. None is nil: a part that is missing
@@ -54,13 +57,15 @@ type Server struct {
 	ips        *ClientIPs
 	adminToken [32]byte // SHA-256 of cfg.AdminToken
 	apiKeys    map[[32]byte]APIKey
+	fanout     *fanout
 	echo       *echo.Echo
 }
 
 // NewServer returns the HTTP handler of smsgw with every route mounted.
 func NewServer(log *slog.Logger, cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, Deps: d, log: log, m: newHTTPMetrics(d.Metrics), ips: NewClientIPs(cfg.TrustedProxies),
-		adminToken: sha256.Sum256([]byte(cfg.AdminToken)), apiKeys: make(map[[32]byte]APIKey, len(cfg.APIKeys))}
+		adminToken: sha256.Sum256([]byte(cfg.AdminToken)), apiKeys: make(map[[32]byte]APIKey, len(cfg.APIKeys)),
+		fanout: newFanout(log, d.Metrics)}
 	for _, k := range cfg.APIKeys {
 		s.apiKeys[k.SHA256] = k
 	}

@@ -417,13 +417,22 @@ func TestConcurrentSendsForOnePhoneAdmitOne(t *testing.T) {
 	}
 }
 
+// TestFakeMessages: outside -dev the fake outbox holds real people's codes,
+// so it answers only to the admin token.
 func TestFakeMessages(t *testing.T) {
-	s := newTestServer(t, serverOpts{})
+	s := newTestServer(t, serverOpts{adminToken: "admin-token-0123456789"})
+	admin := map[string]string{"Authorization": "Bearer admin-token-0123456789"}
 	send(t, s, `{"phone": "+44 7400 123456"}`, nil)
 	send(t, s, `{"phone": "+14155552671"}`, nil)
+	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=%2B447400123456", "", nil, nil); r.Status != 401 || r.ErrorCode() != "unauthorized" {
+		t.Fatalf("without the admin token: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages", "", nil, map[string]string{"Authorization": "Bearer wrong"}); r.Status != 401 {
+		t.Fatalf("with a wrong token: %d %s", r.Status, r.Raw)
+	}
 	for _, q := range []string{"%2B447400123456", "+447400123456", "%2B44%207400%20123456"} {
 		t.Run(q, func(t *testing.T) {
-			r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone="+q, "", nil, nil)
+			r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone="+q, "", nil, admin)
 			var msgs []map[string]any
 			if err := json.Unmarshal(r.Raw, &msgs); err != nil || r.Status != 200 {
 				t.Fatalf("%d %s", r.Status, r.Raw)
@@ -436,10 +445,10 @@ func TestFakeMessages(t *testing.T) {
 			}
 		})
 	}
-	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=nope", "", nil, nil); r.Status != 400 || r.ErrorCode() != "invalid_phone" {
+	if r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=nope", "", nil, admin); r.Status != 400 || r.ErrorCode() != "invalid_phone" {
 		t.Fatalf("bad phone: %d %s", r.Status, r.Raw)
 	}
-	r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=%2B14155559999", "", nil, nil)
+	r := do(t, http.MethodGet, s.URL+"/v1/fake/messages?phone=%2B14155559999", "", nil, admin)
 	if r.Status != 200 || strings.TrimSpace(string(r.Raw)) != "[]" {
 		t.Fatalf("no texts must be [], got %d %s", r.Status, r.Raw)
 	}

@@ -12,6 +12,8 @@ type verifyRequest struct {
 	Phone  string `json:"phone"`
 	Code   string `json:"code"`
 	Region string `json:"region"`
+	// ClientIP is the end user's address, from a backend allowed to send it.
+	ClientIP string `json:"client_ip"`
 }
 
 func (r verifyRequest) validate() error {
@@ -38,6 +40,9 @@ func (s *Server) handleVerify(c echo.Context) error {
 	if err == nil {
 		err = req.validate()
 	}
+	if err == nil {
+		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
+	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err
 	}
@@ -48,7 +53,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	setOutcome(&ev, err, otp.OutcomeApproved)
 	if rerr := s.answered(ctx, ev, func() string {
-		return s.Service.AuditSubject(res.Decision, "", res.Phone, ev.ClientIP)
+		return s.Service.AuditSubject(res.Decision, nil, res.Phone, ev.ClientIP)
 	}); rerr != nil {
 		return rerr
 	}

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,66 +19,17 @@ import (
 	"smsgw/otp"
 )
 
-// chromium finds Debian's Chromium (make test installs it). Without one the
-// test is skipped, except under CI=true, where that is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testenv.Unavailable(t, "chromium", fmt.Errorf("not on PATH (apt-get install chromium)"))
-	return ""
-}
-
 // newBrowser starts a headless Chromium with a fresh profile.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("force-color-profile", "srgb"),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	// A loaded -race run on two shared cores can take a while to start a browser.
-	base, cancelTimeout := context.WithTimeout(context.Background(), 3*time.Minute)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelTimeout() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx
+	return testenv.Browser(t, 1280, 900)
 }
 
-// artifact saves a screenshot where CI keeps test artifacts (gitignored).
+// artifact saves a screenshot with the test artifacts; SMSGW_DOCS_SCREENSHOTS=1
+// refreshes the README's.
 func artifact(t *testing.T, name string, png []byte) {
 	t.Helper()
-	dir := filepath.Join("testdata", "artifacts")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// SMSGW_DOCS_SCREENSHOTS=1 refreshes the README's screenshots.
-	if docsScreenshots() {
-		if err := os.WriteFile(filepath.Join("..", "docs", name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.Screenshot(t, name, png)
 }
 
 func docsScreenshots() bool { return os.Getenv("SMSGW_DOCS_SCREENSHOTS") != "" }

@@ -36,6 +36,9 @@ type Options struct {
 	// spend prices); nil shows no spend.
 	TextPrice func(country string) float64
 	Now       func() time.Time
+	// Warnings about the configuration (the fake provider outside -dev)
+	// head every page.
+	Warnings []string
 }
 
 // Deps are what the pages run on. Codes, Audit and Pumping may be nil: the

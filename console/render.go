@@ -34,7 +34,9 @@ type page struct {
 	Notice string
 	CSRF   string
 	Signed bool
-	Data   any
+	// Warnings are the configuration's, on every page.
+	Warnings []string
+	Data     any
 }
 
 var funcs = template.FuncMap{
@@ -78,6 +80,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if sess != nil {
 		p.Signed, p.CSRF = true, sess.csrf
 	}
+	p.Warnings = c.opt.Warnings
 	var buf bytes.Buffer
 	if err := pages[name].Execute(&buf, p); err != nil {
 		c.log.ErrorContext(r.Context(), "console: template failed", "page", name, "err", err)

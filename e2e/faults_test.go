@@ -306,7 +306,7 @@ func TestFullSpoolFailsClosed(t *testing.T) {
 // outboxPhones counts the fake provider's texts per phone.
 func outboxPhones(t *testing.T, p *process) map[string]int {
 	t.Helper()
-	r := get(t, p.URL+"/v1/fake/messages")
+	r := adminCall(t, p, http.MethodGet, "/v1/fake/messages")
 	var msgs []struct{ To string }
 	if err := json.Unmarshal(r.Raw, &msgs); err != nil {
 		t.Fatalf("outbox: %s", r.Raw)

@@ -344,6 +344,7 @@ verify_url = %q
 	if r.Status != 403 || r.ErrorField("code") != "challenge_required" || !strings.Contains(string(r.Raw), `"site_key":"0x4AAAAAAAtest"`) {
 		t.Fatalf("held range without a token: %d %s", r.Status, r.Raw)
 	}
+	checkRuleHeaders(t, r, "range_100", "2", 24*time.Hour)
 	if asked.Load() != 0 {
 		t.Fatal("the vendor was asked without a token")
 	}

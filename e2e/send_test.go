@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func TestSendOverHTTP(t *testing.T) {
 		t.Fatalf("RateLimit-Policy = %s", got)
 	}
 
-	msgs := get(t, p.URL+"/v1/fake/messages?phone=%2B14155552671")
+	msgs := adminCall(t, p, http.MethodGet, "/v1/fake/messages?phone=%2B14155552671")
 	var outbox []map[string]string
 	if err := json.Unmarshal(msgs.Raw, &outbox); err != nil || len(outbox) != 1 {
 		t.Fatalf("outbox: %s", msgs.Raw)

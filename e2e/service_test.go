@@ -112,7 +112,7 @@ func startWithIn(t *testing.T, e env, config string, extraEnv []string, dir stri
 }
 
 // writeConfig writes a config file of the test's own: its Redis key prefix,
-// a Redis timeout a loaded machine running -race stays within (unless the
+// the fake provider unless config has a [sender] table, a Redis timeout a loaded machine running -race stays within (unless the
 // topology sets its own), and config.
 func writeConfig(t *testing.T, e env, config string) string {
 	t.Helper()
@@ -122,6 +122,10 @@ func writeConfig(t *testing.T, e env, config string) string {
 		redisTOML = "timeout = \"5s\"\n" + redisTOML
 	}
 	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n%s\n\n%s", e.keyPrefix, redisTOML, config)
+	if !strings.Contains(config, "[sender]") {
+		// The fake provider runs outside -dev only when named.
+		full = "[sender]\nprovider = \"fake\"\n\n" + full
+	}
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ it = "{{.Code}} e il tuo codice {{.App}}."
 
 func outboxBodies(t *testing.T, p *process, phone string) []string {
 	t.Helper()
-	r := get(t, p.URL+"/v1/fake/messages?phone="+strings.Replace(phone, "+", "%2B", 1))
+	r := adminCall(t, p, http.MethodGet, "/v1/fake/messages?phone="+strings.Replace(phone, "+", "%2B", 1))
 	var msgs []struct{ Body string }
 	if err := json.Unmarshal(r.Raw, &msgs); err != nil {
 		t.Fatalf("outbox: %s", r.Raw)

@@ -8,13 +8,13 @@ import (
 // AuditSubject names what an answer that texted nobody is counted against in
 // the audit trail (see AuditLog.Note): the refusing window's subject
 // ("phone:+37120000000", "ip:203.0.113.7", "country:LV", "prefix:3712",
-// "global"), a pumping rule's (ruleSubject, e.g. "+3712000xxxx", as
-// "pumping:<subject>"), else the number, else the client's network ("ip:…",
+// "global"), the refusing pumping rule's (what it counted, e.g.
+// "pumping:+3712000xxxx"), else the number, else the client's network ("ip:…",
 // IPv6 by limits.ipv6_prefix), else "unknown". Bad input and unauthorized
 // calls have no number and count against the client's network.
-func (s *Service) AuditSubject(dec Decision, ruleSubject string, phone Phone, clientIP netip.Addr) string {
-	if ruleSubject != "" {
-		return "pumping:" + ruleSubject
+func (s *Service) AuditSubject(dec Decision, rule *PumpingRefusal, phone Phone, clientIP netip.Addr) string {
+	if rule != nil && rule.Subject != "" {
+		return "pumping:" + rule.Subject
 	}
 	if !dec.Allowed && dec.Tightest.Scope != "" {
 		if dec.Tightest.Scope == "ip" {

@@ -11,4 +11,6 @@ type Endpoint struct {
 	Method string
 	Path   string
 	Handle func(w http.ResponseWriter, r *http.Request) error
+	// Admin routes need the admin token, as the admin API does.
+	Admin bool
 }

@@ -1,6 +1,7 @@
 package otp
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,19 +43,88 @@ func ParsePhone(raw, region string) (Phone, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Phone{}, Errorf(EInvalidPhone, "phone is empty")
 	}
-	num, err := phonenumbers.Parse(trimUnwantedEnd(raw), strings.ToUpper(region))
+	region = strings.ToUpper(region)
+	p, err := parseValid(trimUnwantedEnd(raw), region)
+	if err == nil {
+		return p, nil
+	}
+	// "00 44 20 7946 0958" is international in most of the world; where the
+	// region dials abroad otherwise (011 in the US), it is still read so
+	// when the rest is a valid international number.
+	if rest, ok := zeroZeroPrefixed(raw); ok && !dialsAbroadWith00(region) {
+		if p, err := parseValid("+"+rest, ""); err == nil {
+			return p, nil
+		}
+	}
+	return Phone{}, err
+}
+
+// parseValid parses and checks one notation. Its errors say how to write a
+// number that was read as national.
+func parseValid(raw, region string) (Phone, error) {
+	num, err := phonenumbers.Parse(raw, region)
 	if err != nil {
-		return Phone{}, &Error{Code: EInvalidPhone, Message: "phone is not a phone number", Err: err}
+		return Phone{}, &Error{Code: EInvalidPhone, Message: "phone is not a phone number" + notationHint(raw, region), Err: err}
 	}
 	// A number is valid exactly when its region's metadata gives it a type
 	// (that is how IsValidNumber decides), so the type lookup doubles as the
 	// validity check and each regex runs once instead of twice.
 	typ := phonenumbers.GetNumberType(num)
 	if typ == phonenumbers.UNKNOWN {
-		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number")
+		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number%s", notationHint(raw, region))
 	}
 	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num,
 		region: phonenumbers.GetRegionCodeForNumber(num)}, nil
+}
+
+// notationHint tells the writer of a number without "+" how it was read
+// and how to write it: a number in international notation needs no region.
+func notationHint(raw, region string) string {
+	if strings.HasPrefix(strings.TrimLeftFunc(raw, unicode.IsSpace), "+") || region == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in region %s; write it with its country code (\"+44 20 7946 0958\") or send its \"region\"", region)
+}
+
+// zeroZeroPrefixed returns the digits after a leading "00" ("00 44 20 …",
+// "0044-20…"), when the number starts so.
+func zeroZeroPrefixed(raw string) (string, bool) {
+	digits := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		if unicode.IsSpace(r) || strings.ContainsRune("-.()/", r) {
+			return -1
+		}
+		return 'x'
+	}, raw)
+	rest, ok := strings.CutPrefix(digits, "00")
+	if !ok || rest == "" || strings.ContainsRune(rest, 'x') {
+		return "", false
+	}
+	return rest, true
+}
+
+// dialsAbroadWith00 reports whether the region's own international prefix
+// is "00": there a leading 00 is read by the region's rules already. It asks
+// how the region would dial a number abroad.
+func dialsAbroadWith00(region string) bool {
+	probe := probeAbroad
+	if region == "GB" {
+		probe = probeAbroadFromGB
+	}
+	return strings.HasPrefix(phonenumbers.FormatOutOfCountryCallingNumber(probe, region), "00")
+}
+
+// Numbers abroad for dialsAbroadWith00.
+var probeAbroad, probeAbroadFromGB = mustParse("+442079460958"), mustParse("+14155552671")
+
+func mustParse(e164 string) *phonenumbers.PhoneNumber {
+	n, err := phonenumbers.Parse(e164, "")
+	if err != nil {
+		panic(err)
+	}
+	return n
 }
 
 // trimUnwantedEnd drops what libphonenumber drops from the end of a number

@@ -1,6 +1,7 @@
 package otp
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,6 +21,12 @@ func TestParsePhone(t *testing.T) {
 		{"international ignores region", "+4915123456789", "FR", "+4915123456789", "DE"},
 		{"lower-case region", "07400 123456", "gb", "+447400123456", "GB"},
 		{"00 international prefix from GB", "0033 6 12 34 56 78", "GB", "+33612345678", "FR"},
+		{"00 prefix where the region dials 011", "00 44 20 7946 0958", "US", "+442079460958", "GB"},
+		{"00 prefix, no spaces, from Canada", "0049 30 12345678", "CA", "+493012345678", "DE"},
+		{"00 prefix with dashes", "00-33-6-12-34-56-78", "US", "+33612345678", "FR"},
+		{"00 prefix of an invalid number", "00 44 20 7946 095", "US", "", ""},
+		{"00 prefix then letters", "00 44 CALL ME", "US", "", ""},
+		{"011 from the US", "011 44 20 7946 0958", "US", "+442079460958", "GB"},
 		{"tel URI", "tel:+1-415-555-2671", "", "+14155552671", "US"},
 		{"letters", "call me maybe", "US", "", ""},
 		{"too short", "12", "US", "", ""},
@@ -115,9 +122,42 @@ func FuzzParsePhone(f *testing.F) {
 		if err != nil || again.E164 != p.E164 || again.Type != p.Type || again.Country() != p.Country() {
 			t.Fatalf("E.164 %q does not parse back to itself: %+v %v", p.E164, again, err)
 		}
-		// The type lookup stands in for IsValidNumber: they must agree.
-		if num, err := phonenumbers.Parse(trimUnwantedEnd(raw), strings.ToUpper(region)); err != nil || !phonenumbers.IsValidNumber(num) {
+		// The type lookup stands in for IsValidNumber: they must agree,
+		// on the notation as written or, for a 00 prefix the region does
+		// not dial with, as international.
+		num, err := phonenumbers.Parse(trimUnwantedEnd(raw), strings.ToUpper(region))
+		if rest, ok := zeroZeroPrefixed(raw); (err != nil || !phonenumbers.IsValidNumber(num)) && ok {
+			num, err = phonenumbers.Parse("+"+rest, "")
+		}
+		if err != nil || !phonenumbers.IsValidNumber(num) {
 			t.Fatalf("accepted %q, which phonenumbers.IsValidNumber refuses", raw)
 		}
 	})
+}
+
+// TestInvalidPhoneSaysHowToWriteIt: a number read in the default region's
+// national notation and found invalid gets a hint; one written with "+"
+// does not need one.
+func TestInvalidPhoneSaysHowToWriteIt(t *testing.T) {
+	for _, tt := range []struct {
+		name, raw, region string
+		hint              bool
+	}{
+		{"00 prefix of an invalid number", "00 44 20 7946 095", "US", true},
+		{"national, too short", "(415) 555-267", "US", true},
+		{"international", "+44 20 7946 095", "US", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParsePhone(tt.raw, tt.region)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != EInvalidPhone {
+				t.Fatalf("%v", err)
+			}
+			got := strings.Contains(e.Message, `"+44 20 7946 0958"`) && strings.Contains(e.Message, `"region"`) &&
+				strings.Contains(e.Message, "region "+tt.region)
+			if got != tt.hint {
+				t.Fatalf("message %q: hint %v, want %v", e.Message, got, tt.hint)
+			}
+		})
+	}
 }

@@ -18,9 +18,11 @@ type pumpingGate struct {
 	// solved is set once the request's challenge token was accepted.
 	solved bool
 	res    PumpingReservation
-	// refusal is the audit reason of the gate's refusal, set with it, and
-	// subject what the refusing rule counted.
-	refusal, subject string
+	// refusal is the audit reason of the gate's refusal, set with it.
+	refusal string
+	// rule is the rule behind that refusal or challenge, for the limit
+	// headers.
+	rule *PumpingRefusal
 }
 
 // held answers from memory, before anything touches Redis.
@@ -54,7 +56,7 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 			return unavailable("pumping", err)
 		}
 		if res.Refused != nil {
-			g.refusal, g.subject = res.Refused.Reason(), res.Refused.Subject
+			g.refusal, g.rule = res.Refused.Reason(), res.Refused
 			return pumpingRefused(*res.Refused)
 		}
 	}
@@ -67,13 +69,13 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	// A verifier without a provider offers no challenge.
 	if g.s.Challenge.Widget().Provider == "" || r.Scope == "spend" {
-		g.refusal, g.subject = r.Reason(), r.Subject
+		g.refusal, g.rule = r.Reason(), &r
 		return pumpingRefused(r)
 	}
 	if g.solved {
 		return nil
 	}
-	g.refusal, g.subject = "challenge_required:"+r.Reason(), r.Subject
+	g.refusal, g.rule = "challenge_required:"+r.Reason(), &r
 	if g.req.ChallengeToken == "" {
 		return challengeRequired(g.s.Challenge.Widget(), r, "solve the challenge and send again with its challenge_token")
 	}
@@ -83,10 +85,10 @@ func (g *pumpingGate) refused(ctx context.Context, r PumpingRefusal) error {
 	case errors.As(err, &rejected):
 		return challengeRequired(g.s.Challenge.Widget(), r, "the challenge_token was not accepted; solve a new challenge")
 	case err != nil:
-		g.refusal, g.subject = "", ""
+		g.refusal, g.rule = "", nil
 		return unavailable("challenge", err)
 	}
-	g.refusal, g.subject, g.solved = "", "", true
+	g.refusal, g.rule, g.solved = "", nil, true
 	return nil
 }
 
@@ -147,7 +149,8 @@ func challengeRequired(w ChallengeWidget, r PumpingRefusal, hint string) *Error 
 	return &Error{
 		Code:    EChallengeRequired,
 		Message: "this request needs a bot challenge: " + hint,
-		Fields:  map[string]any{"challenge": w, "scope": r.Scope, "rule": r.Rule},
+		Fields: map[string]any{"challenge": w, "scope": r.Scope, "rule": r.Rule,
+			"window": WindowLabel(r.Window), "limit": r.Limit},
 	}
 }
 

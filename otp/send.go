@@ -35,8 +35,11 @@ type SendRequest struct {
 type SendResult struct {
 	Phone Phone
 	// Decision is valid when Limited is true: the limiter was asked.
-	Decision  Decision
-	Limited   bool
+	Decision Decision
+	Limited  bool
+	// Refusal is the pumping rule (or spend ceiling) that refused the send
+	// or asked for a challenge: what its limit headers describe.
+	Refusal   *PumpingRefusal
 	Receipt   Receipt
 	ExpiresIn time.Duration
 	// Reason is the audit reason: the refusing window, the provider's,
@@ -47,8 +50,6 @@ type SendResult struct {
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same Idempotency-Key.
 	Replayed bool
-	// RuleSubject is what the pumping rule that refused the send counted.
-	RuleSubject string
 }
 
 // Send texts a code to the request's phone if every limit has room. While a
@@ -96,7 +97,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// A subject a pumping rule holds is refused from memory: a flood on a
 	// held range costs no Redis call.
 	if err := gate.held(ctx, phone); err != nil {
-		res.Reason, res.RuleSubject = gate.refusal, gate.subject
+		res.Reason, res.Refusal = gate.refusal, gate.rule
 		return res, err
 	}
 
@@ -117,7 +118,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	defer cancel()
 	if err := gate.reserve(ctx, phone); err != nil {
 		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason, res.RuleSubject = gate.refusal, gate.subject
+		res.Reason, res.Refusal = gate.refusal, gate.rule
 		return res, err
 	}
 	// Both the windows and the pumping guard hold this send now.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,7 +128,10 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 }
 
 // Lift forgets a subject's counts, so its budget starts afresh, and drops
-// its hold on every replica. rule and subject are as Holds lists them.
+// its hold on every replica. rule and subject are as Holds lists them. The
+// wider subjects of its family that contain it (a /32's /24, a block of
+// 100's blocks of 1k to 100k) are cleared with it: their counts hold the
+// same unverified texts, and would hold the next send in its place.
 func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
 	key := holdKey(scope(rule), subject)
 	fields := []string{"h\x00" + key, "n\x00" + key}
@@ -144,17 +149,70 @@ func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
 	if keys == nil {
 		return otp.Errorf(otp.ENotFound, "%s %s is neither held nor near its budget", rule, subject)
 	}
-	for _, k := range keys { // one at a time: on a cluster they may be in different slots
-		if err := g.rdb.Del(ctx, k).Err(); err != nil {
+	lifted := []liftTarget{{hold: key, keys: keys}}
+	lifted = append(lifted, g.wider(rule, subject, keys)...)
+	for _, t := range lifted {
+		for _, k := range t.keys { // one at a time: on a cluster they may be in different slots
+			if err := g.rdb.Del(ctx, k).Err(); err != nil {
+				return fmt.Errorf("pumping: lift: %w", err)
+			}
+		}
+		if err := g.rdb.HDel(ctx, g.adminKey(), "h\x00"+t.hold, "n\x00"+t.hold).Err(); err != nil {
 			return fmt.Errorf("pumping: lift: %w", err)
 		}
-	}
-	if err := g.rdb.HDel(ctx, g.adminKey(), fields...).Err(); err != nil {
-		return fmt.Errorf("pumping: lift: %w", err)
-	}
-	g.holds.drop(key)
-	if err := g.rdb.Publish(ctx, g.channel(), "lift "+key).Err(); err != nil {
-		return fmt.Errorf("pumping: lift: announcing it: %w", err)
+		g.holds.drop(t.hold)
+		if err := g.rdb.Publish(ctx, g.channel(), "lift "+t.hold).Err(); err != nil {
+			return fmt.Errorf("pumping: lift: announcing it: %w", err)
+		}
 	}
 	return nil
+}
+
+// liftTarget is one subject a lift clears: its hold key and Redis keys.
+type liftTarget struct {
+	hold string
+	keys []string
+}
+
+// wider lists the subjects of rule's family that contain subject, whose
+// counts a lift of subject clears too. keys are the lifted subject's own.
+func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
+	var out []liftTarget
+	switch scope(rule) {
+	case "network":
+		bits, err := strconv.Atoi(strings.TrimPrefix(rule, "net_"))
+		if err != nil {
+			return nil
+		}
+		addr, err := netip.ParseAddr(subject)
+		if p, perr := netip.ParsePrefix(subject); perr == nil {
+			addr, err = p.Addr(), nil
+		}
+		if err != nil {
+			return nil
+		}
+		for _, s := range g.caller(addr).subjects {
+			if b, err := strconv.Atoi(strings.TrimPrefix(s.rule, "net_")); err == nil && b < bits {
+				out = append(out, liftTarget{hold: holdKey("network", s.id), keys: []string{s.key}})
+			}
+		}
+	case "range":
+		// keys[0] is "<tag>r:<block>", the block the number's digits
+		// without the rule's dropped ones.
+		i := strings.LastIndex(keys[0], "r:")
+		drop, ok := rangeDigits[rule]
+		if i < 0 || !ok {
+			return nil
+		}
+		tag, block := keys[0][:i], keys[0][i+2:]
+		for _, r := range []string{RuleRange1k, RuleRange10k, RuleRange100k} {
+			d := rangeDigits[r]
+			if d <= drop || len(block)-(d-drop) < 1 {
+				continue
+			}
+			b := block[:len(block)-(d-drop)]
+			out = append(out, liftTarget{hold: holdKey("range", "+"+b+strings.Repeat("x", d)), keys: []string{tag + "r:" + b}})
+		}
+	}
+	return out
 }

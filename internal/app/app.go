@@ -119,6 +119,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		d.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	log := d.Log
+	if d.Dev {
+		if cfg, err = devConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
 	a := &App{cfg: cfg, log: log, flush: func(context.Context) error { return nil }}
 	defer func() {
 		if err != nil {
@@ -129,9 +134,6 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	// Secrets and provider settings first: a bad one stops the start before
 	// anything is created or changed.
 	if d.Dev {
-		if err := checkDev(cfg); err != nil {
-			return nil, err
-		}
 		if sec.Code == "" {
 			sec.Code = otp.RandomSecret()
 			log.Warn("SMSGW_SECRET is not set: using a random one; pending codes die with this process")
@@ -143,6 +145,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	codeKeys, err := otp.NewSecrets(sec.Code)
 	if err != nil {
 		return nil, fmt.Errorf("SMSGW_SECRET: %w", err)
+	}
+	if !d.Dev {
+		if err := checkProviderNamed(cfg); err != nil {
+			return nil, err
+		}
 	}
 	challengeCfg := cfg.challenge(sec.Challenge)
 	if err := challengeCfg.Validate(); err != nil {
@@ -244,9 +251,17 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 
 	// Providers bring their own endpoints; the API mounts them.
 	var endpoints []otp.Endpoint
+	var warnings []string
 	if prov.outbox != nil {
 		a.Outbox = prov.outbox
-		endpoints = append(endpoints, prov.outbox.Outbox(cfg.Phone.DefaultRegion))
+		ep := prov.outbox.Outbox(cfg.Phone.DefaultRegion)
+		// Outside -dev the outbox holds real people's codes: admins only.
+		ep.Admin = !d.Dev
+		endpoints = append(endpoints, ep)
+		if !d.Dev {
+			warnings = append(warnings, fakeWarning)
+			log.Warn(fakeWarning)
+		}
 	}
 	if prov.twilio != nil && deliveries != nil {
 		if ep, ok := prov.twilio.Receipts(deliveries, log, d.Metrics); ok {
@@ -255,7 +270,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	}
 	failures := otp.NewAuthFailures(adminFailuresMax, adminFailuresWindow, cfg.Limits.IPv6Prefix)
 	endpoints = append(endpoints, consoleEndpoints(cfg, sec.AdminToken, a.Service, consoleParts{codes: codes, audit: auditSearch,
-		auditLog: auditLog, pumping: guard, failures: failures, metrics: d.Metrics}, log)...)
+		auditLog: auditLog, pumping: guard, failures: failures, metrics: d.Metrics, warnings: warnings}, log)...)
 	a.Handler = api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,
@@ -263,6 +278,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		MaxAttempts:    cfg.OTP.MaxAttempts,
 		APIKeys:        cfg.apiKeys,
 		CORSOrigins:    cfg.corsOrigins,
+		Warnings:       warnings,
 	}, api.Deps{Service: a.Service, AuditLog: auditLog, AuditReader: auditReader, Pumping: guard,
 		Checks: checks, Metrics: d.Metrics, Endpoints: endpoints, AdminFailures: failures})
 

@@ -162,7 +162,11 @@ func (c *Config) redis() redisconn.Options {
 
 func (c *Config) pumping() pumping.Config {
 	p := c.Pumping
-	return pumping.Config{Mode: p.Mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
+	mode := p.Mode
+	if mode == "" { // -dev makes it shadow before this (devConfig)
+		mode = pumping.ModeEnforce
+	}
+	return pumping.Config{Mode: mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
 		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration, ProbeEvery: p.ProbeEvery.Duration,
 		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
 }
@@ -188,6 +192,9 @@ type APIKey struct {
 	Name    string `toml:"name"`
 	SHA256  string `toml:"sha256"` // hex
 	Enabled bool   `toml:"enabled"`
+	// ForwardClientIP marks a backend that calls smsgw for its users: its
+	// sends and verifies may carry "client_ip", the user's address.
+	ForwardClientIP bool `toml:"forward_client_ip"`
 }
 
 // LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.
@@ -283,9 +290,14 @@ func (e *keyError) Error() string { return e.key + ": " + e.msg }
 func knownProvider(name string) bool { return name == "fake" || name == "twilio" || name == "http" }
 
 // providerNames is sender.providers, or sender.provider alone.
+// providerNames are the providers the config names, in order; none when
+// it names none (-dev then uses the fake one, serving refuses to start).
 func (c *Config) providerNames() []string {
 	if len(c.Sender.Providers) > 0 {
 		return c.Sender.Providers
+	}
+	if c.Sender.Provider == "" {
+		return nil
 	}
 	return []string{c.Sender.Provider}
 }
@@ -535,7 +547,8 @@ func (c *Config) validate() error {
 		if err != nil || len(sum) != 32 {
 			return fmt.Errorf("api.keys[%d].sha256: want the key's SHA-256 as 64 hex digits (printf %%s \"$KEY\" | sha256sum)", i)
 		}
-		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled})
+		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled,
+			ForwardClientIP: k.ForwardClientIP})
 	}
 	m, err := otp.NewMessages(c.messageConfig(), c.OTP.Length)
 	if err != nil {
@@ -543,7 +556,7 @@ func (c *Config) validate() error {
 	}
 	c.messages = m
 	if len(c.Sender.Providers) == 0 {
-		if !knownProvider(c.Sender.Provider) {
+		if c.Sender.Provider != "" && !knownProvider(c.Sender.Provider) {
 			return fmt.Errorf("sender.provider: want \"fake\", \"twilio\" or \"http\", got %q", c.Sender.Provider)
 		}
 	}

@@ -27,6 +27,7 @@ type consoleParts struct {
 	pumping  otp.PumpingAdmin
 	failures *otp.AuthFailures
 	metrics  prometheus.Gatherer
+	warnings []string // shown on every page
 }
 
 // consoleEndpoints mounts the operators' console at /console, only when an
@@ -43,6 +44,7 @@ func consoleEndpoints(cfg *Config, adminToken string, svc *otp.Service, p consol
 		ClientIP:      api.NewClientIPs(cfg.trustedProxies).Resolve,
 		StatusOf:      api.StatusOf,
 		TextPrice:     cfg.textPrice,
+		Warnings:      p.warnings,
 	}, console.Deps{Support: svc, Codes: p.codes, AuditLog: p.auditLog, Audit: p.audit, Pumping: p.pumping,
 		Metrics: p.metrics, Failures: p.failures})
 	serve := func(w http.ResponseWriter, r *http.Request) error {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"smsgw/pumping"
 )
 
 const devBanner = `
@@ -18,20 +20,53 @@ const devBanner = `
   #  In-process Redis (forgotten on exit), audit rows on stderr, #
   #  fake provider: texts and their codes are PRINTED below.     #
   #  Listening on loopback only.                                 #
-  ###############################################################
+%s  ###############################################################
 `
 
-// checkDev refuses what dev mode must never do: listen beyond loopback, or
-// text anyone for real.
-func checkDev(cfg *Config) error {
+// Banner lines on the pumping rules, by mode.
+const (
+	devShadow = `  #  Pumping rules in SHADOW mode: counted, nothing refused.    #
+  #  To see them refuse: [pumping] mode = "enforce" in a file   #
+  #  given with -config.                                        #
+`
+	devEnforce = `  #  Pumping rules ENFORCED ([pumping] mode in your config):    #
+  #  unverified texts hold your address and number ranges.      #
+`
+	devOff = `  #  Pumping rules OFF ([pumping] mode in your config).         #
+`
+)
+
+// devConfig is cfg as -dev runs it: the fake provider, and the pumping rules
+// in shadow mode unless the config names a mode. It refuses what dev mode
+// must never do: listen beyond loopback, or text anyone for real.
+func devConfig(cfg *Config) (*Config, error) {
 	host, _, _ := net.SplitHostPort(cfg.Server.Listen)
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("server.listen: -dev listens on loopback only, not %q", cfg.Server.Listen)
+		return nil, fmt.Errorf("server.listen: -dev listens on loopback only, not %q", cfg.Server.Listen)
 	}
-	if names := cfg.providerNames(); len(names) != 1 || names[0] != "fake" {
-		return errors.New("sender.providers: -dev always uses the fake provider alone")
+	c := *cfg
+	switch names := c.providerNames(); {
+	case len(names) == 0:
+		c.Sender.Provider = "fake"
+	case len(names) != 1 || names[0] != "fake":
+		return nil, errors.New("sender.providers: -dev always uses the fake provider alone")
 	}
-	return nil
+	if c.Pumping.Mode == "" {
+		c.Pumping.Mode = pumping.ModeShadow
+	}
+	return &c, nil
+}
+
+// devBannerFor is the banner, with what the pumping rules do.
+func devBannerFor(mode string) string {
+	switch mode {
+	case pumping.ModeShadow:
+		return fmt.Sprintf(devBanner, devShadow)
+	case pumping.ModeOff:
+		return fmt.Sprintf(devBanner, devOff)
+	default:
+		return fmt.Sprintf(devBanner, devEnforce)
+	}
 }
 
 // startDev starts miniredis, which runs the same Lua scripts, in place of
@@ -57,6 +92,6 @@ func (a *App) startDev(stderr io.Writer) (*redis.Client, error) {
 	}})
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	a.closers = append(a.closers, func() { rdb.Close() })
-	fmt.Fprint(stderr, devBanner)
+	fmt.Fprint(stderr, devBannerFor(a.cfg.Pumping.Mode))
 	return rdb, nil
 }

@@ -263,8 +263,8 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 
 // startSmsgw builds the binary and runs it with the shipped defaults, except
 // the addresses, its own key prefix and database, loopback trusted as a
-// proxy (so X-Forwarded-For names the fresh clients), and the keys of
-// overrides (TOML).
+// proxy (so X-Forwarded-For names the fresh clients), the fake provider
+// (the defaults name none), and the keys of overrides (TOML).
 func startSmsgw(b *testing.B, prefix, dsn, overrides string) string {
 	b.Helper()
 	dir := b.TempDir()
@@ -285,6 +285,8 @@ key_prefix = %q
 url = %q
 [audit]
 spool_dir = %q
+[sender]
+provider = "fake"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
 	cfg = mergeTOML(cfg, overrides)
 	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.

@@ -89,4 +89,41 @@ func CheckContract(t testing.TB, req *http.Request, status int, header http.Head
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("%s %s answered %d, which openapi.json does not allow: %v\nbody: %.500s", req.Method, req.URL.Path, status, err, body)
 	}
+	checkListedHeaders(t, req, route.Operation, status, header)
+}
+
+// serviceHeaders are the headers of smsgw's own that a client acts on; the
+// document lists each one for every response that carries it. (Generic
+// ones, Content-Type, Vary, Date, are not listed.)
+var serviceHeaders = []string{"X-Request-ID", "Retry-After", "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit",
+	"X-RateLimit-Remaining", "X-RateLimit-Reset", "Idempotent-Replayed", "WWW-Authenticate",
+	"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Expose-Headers",
+	"Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age"}
+
+// checkListedHeaders fails the test when a response carries one of the
+// service's headers that the document does not list for that response.
+func checkListedHeaders(t testing.TB, req *http.Request, op *openapi3.Operation, status int, header http.Header) {
+	t.Helper()
+	ref := op.Responses.Status(status)
+	if ref == nil {
+		ref = op.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil {
+		return
+	}
+	for _, h := range serviceHeaders {
+		if header.Get(h) == "" {
+			continue
+		}
+		listed := false
+		for name := range ref.Value.Headers {
+			if strings.EqualFold(name, h) {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			t.Errorf("%s %s answered %d with %s, which openapi.json does not list for that response", req.Method, req.URL.Path, status, h)
+		}
+	}
 }

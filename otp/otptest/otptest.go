@@ -28,7 +28,7 @@ const FailPrefix = "+1201"
 // Options change a test service. Zero values keep the defaults.
 type Options struct {
 	// Config changes the shipped defaults (config.toml). Before it runs, test
-	// services differ from them in: a 10 s sender.timeout and a 10 s
+	// services differ from them in: the fake provider, a 10 s sender.timeout and a 10 s
 	// redis.timeout (tests are about decisions, not deadlines: a loaded -race
 	// run must not turn a slow call or a slow audit row into a 502 or 503), FailPrefix refused by the
 	// fake provider, no refusal cache and the pumping rules off (each test
@@ -92,6 +92,7 @@ func New(t testing.TB, o Options) Service {
 	cfg.Redis.KeyPrefix = prefix
 	cfg.Redis.Timeout.Duration = 10 * time.Second
 	cfg.Sender.Timeout.Duration = 10 * time.Second
+	cfg.Sender.Provider = "fake"
 	cfg.Sender.Fake.FailPrefixes = []string{FailPrefix}
 	cfg.Limits.LocalRefusalCache = 0
 	cfg.Pumping.Mode = pumping.ModeOff
