@@ -3,6 +3,7 @@
 # make dev    the service with no outside services
 # make bench  limiter and HTTP benchmarks against their baselines
 # make bench-http  wrk against the built binary and two baselines (installs wrk if missing)
+# make bench-flood  wrk floods the built binary with refusals, shape by shape: audit MB/hour (WAL included), every answer counted
 # make bench-pumping  the SMS pumping simulation: attacks next to real users, smsgw against three baselines
 # make bench-regions  three regions with 70 ms between them: sends a second and latency, local and remote homes
 
@@ -23,7 +24,7 @@ FUZZ_TARGETS = ./otp:FuzzParsePhone ./otp:FuzzParsePhoneTrailing ./otp:FuzzCodeC
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK = bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-pumping build bench-regions
+.PHONY: test services tools vet staticcheck deploy-check fuzz run dev bench bench-http bench-flood bench-pumping bench-regions build
 test: services tools vet staticcheck deploy-check
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -78,6 +79,12 @@ dev:
 bench-http: services
 	@command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
 	$(GO) test -run '^$$' -bench BenchmarkWrk -benchtime 1x -timeout 60m -v ./internal/benchhttp | grep -v '^=== '
+
+# The audit store's growth under three flood shapes, one replica, shipped
+# defaults (internal/benchhttp, BenchmarkFlood).
+bench-flood: services
+	@command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+	$(GO) test -run '^$$' -bench BenchmarkFlood -benchtime 1x -timeout 30m -v ./internal/benchhttp | grep -v '^=== '
 
 bench: services
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./ratelimit

@@ -52,7 +52,7 @@ func (s *Server) requireAPIKey(kind string) echo.MiddlewareFunc {
 				}
 				ev := requestEvent(c, kind)
 				ev.Outcome, ev.Reason, ev.APIKey = otp.EUnauthorized, reason, k.Name
-				s.record(c.Request().Context(), ev)
+				s.note(ev, s.Service.ClientNetwork(ev.ClientIP))
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="smsgw"`)
 				return otp.Errorf(otp.EUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
 			}

@@ -59,9 +59,7 @@ const auditTimeout = 5 * time.Second
 func (s *Server) admit(ctx context.Context, ev otp.AuditEvent, malformed error) error {
 	if malformed != nil {
 		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(malformed)
-		if err := s.durable(ctx, ev); err != nil {
-			return err
-		}
+		s.note(ev, s.Service.ClientNetwork(ev.ClientIP))
 		return malformed
 	}
 	if err := s.AuditLog.Accepting(); err != nil {
@@ -73,12 +71,29 @@ func (s *Server) admit(ctx context.Context, ev otp.AuditEvent, malformed error) 
 // refuseUnaudited answers 503 to a request that would text or consume
 // something while rows cannot be made durable. Its own row is kept by the
 // audit log, which writes it once it can.
-func (s *Server) refuseUnaudited(ctx context.Context, ev otp.AuditEvent, cause error) error {
+func (s *Server) refuseUnaudited(_ context.Context, ev otp.AuditEvent, cause error) error {
 	ev.Outcome, ev.Reason = otp.EUnavailable, otp.ReasonAudit
-	if err := s.durable(ctx, ev); err != nil {
-		return err
-	}
+	s.note(ev, s.Service.ClientNetwork(ev.ClientIP))
 	return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: cause}
+}
+
+// answered records a send's or verify's row as its answer needs: durable
+// before the answer when the request texted or changed a code (otp.Waits),
+// else noted without waiting, counted against the subject that subject
+// names (computed only then).
+func (s *Server) answered(ctx context.Context, ev otp.AuditEvent, subject func() string) error {
+	if otp.Waits(ev.Kind, ev.Outcome) {
+		return s.durable(ctx, ev)
+	}
+	s.note(ev, subject())
+	return nil
+}
+
+// note records an answer that texted nobody and changed no code: counted
+// now, written without the client waiting (see otp.AuditLog.Note).
+func (s *Server) note(ev otp.AuditEvent, subject string) {
+	s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
+	s.AuditLog.Note(ev, subject)
 }
 
 // durable makes the request's audit row durable before the request is

@@ -174,6 +174,7 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	go writer.Run(ctx) // Close ends it and waits
 	b.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -361,6 +362,8 @@ func (a asyncAudit) Record(ctx context.Context, e otp.AuditEvent) error {
 
 func (a asyncAudit) Finish(e otp.AuditEvent) { a.w.Finish(e) }
 
+func (a asyncAudit) Note(e otp.AuditEvent, subject string) { a.w.Note(e, subject) }
+
 func (a asyncAudit) Accepting() error { return a.w.Accepting() }
 
 // afterText writes a send's row once, durable before the answer but after
@@ -376,6 +379,8 @@ func (a afterText) Record(ctx context.Context, e otp.AuditEvent) error {
 }
 
 func (a afterText) Finish(e otp.AuditEvent) { _ = a.w.Record(context.Background(), e) }
+
+func (a afterText) Note(e otp.AuditEvent, _ string) { _ = a.w.Record(context.Background(), e) }
 
 func (a afterText) Accepting() error { return a.w.Accepting() }
 

@@ -85,12 +85,15 @@ func (s *Server) handleSend(c echo.Context) error {
 	if row.failed {
 		ev.Reason = otp.ReasonAudit
 	}
-	if row.durable {
-		// The row is durable as sending: its final outcome follows
+	if row.durable || row.failed {
+		// The row is durable as sending, or kept in memory as sending
+		// until it can be: its final outcome follows on the same row
 		// without the client waiting for it.
 		s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 		s.AuditLog.Finish(ev)
-	} else if rerr := s.durable(ctx, ev); rerr != nil {
+	} else if rerr := s.answered(ctx, ev, func() string {
+		return s.Service.AuditSubject(res.Decision, res.Refusal, res.Phone, ev.ClientIP)
+	}); rerr != nil {
 		return rerr
 	}
 	switch {

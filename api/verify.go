@@ -52,7 +52,9 @@ func (s *Server) handleVerify(c echo.Context) error {
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	setOutcome(&ev, err, otp.OutcomeApproved)
-	if rerr := s.durable(ctx, ev); rerr != nil {
+	if rerr := s.answered(ctx, ev, func() string {
+		return s.Service.AuditSubject(res.Decision, nil, res.Phone, ev.ClientIP)
+	}); rerr != nil {
 		return rerr
 	}
 	if res.Limited {

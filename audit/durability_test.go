@@ -189,6 +189,7 @@ func TestReplicasShareASpoolDirAndAdoptOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopFirst := start(t, first)
 	second := newWriter(t, through, opts)
 	ctx := context.Background()
 	for i := 0; i < 20; i++ {
@@ -206,6 +207,7 @@ func TestReplicasShareASpoolDirAndAdoptOrphans(t *testing.T) {
 	}
 	// The first replica goes away with its rows spooled (Postgres is still
 	// down, so it cannot hand them over).
+	stopFirst()
 	first.Close(ctx)
 	proxy.Heal()
 	waitFor(t, "both spools in Postgres", func() bool { return count(t, direct) == 40 })

@@ -21,7 +21,7 @@ import (
 // field of otp.AuditEvent, and an entry here, in arrays and in fromArrays'
 // parameter types.
 var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
-	"provider", "provider_message_id", "api_key"}
+	"provider", "provider_message_id", "api_key", "count", "last_at", "subject"}
 
 // arrays encodes rows for fromArrays: one array per column, in the order of
 // columns, NULL for an empty value.
@@ -31,6 +31,7 @@ func arrays(events []otp.AuditEvent) []any {
 	times := make([]time.Time, n)
 	ips := make([]*netip.Addr, n)
 	phones, reasons, providers, messages, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	counts, lasts, subjects := make([]int32, n), make([]*time.Time, n), make([]*string, n)
 	for i := range events {
 		e := &events[i]
 		ids[i], times[i], kinds[i], outcomes[i], requests[i] = e.ID, e.Time, e.Kind, e.Outcome, e.RequestID
@@ -38,8 +39,12 @@ func arrays(events []otp.AuditEvent) []any {
 			ips[i] = &e.ClientIP
 		}
 		phones[i], reasons[i], providers[i], messages[i], keys[i] = null(e.Phone), null(e.Reason), null(e.Provider), null(e.MessageID), null(e.APIKey)
+		counts[i], subjects[i] = int32(min(e.Requests(), 1<<31-1)), null(e.Subject)
+		if e.Rollup() {
+			lasts[i] = &e.LastAt
+		}
 	}
-	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys}
+	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys, counts, lasts, subjects}
 }
 
 func null(s string) *string {
@@ -55,7 +60,7 @@ var (
 	// parameters arrays encodes: every statement below reads its rows from
 	// it, in one round trip.
 	fromArrays = `unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::inet[],
-		$8::text[], $9::text[], $10::text[], $11::text[]) AS u(` + columnList + `)`
+		$8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[], $14::text[]) AS u(` + columnList + `)`
 	// insertFresh stores rows seen for the first time (a COPY would take two
 	// round trips, and the requests of a group wait for this one).
 	insertFresh = `INSERT INTO audit_log (` + columnList + `) SELECT u.id::uuid, ` +
@@ -63,11 +68,16 @@ var (
 	// upsert stores rows in any state. A row written again (a retried batch,
 	// a replayed spool) is stored once. A final outcome replaces only
 	// "sending", so replaying a send's first row after its final one changes
-	// nothing: rows may arrive in any order.
+	// nothing, and a rollup's count only grows (each write carries its
+	// absolute count, see rollups), so replaying an older one changes
+	// nothing either: rows may arrive in any order.
 	upsert = insertFresh + `
 		ON CONFLICT (id, created_at) DO UPDATE SET outcome = excluded.outcome, reason = excluded.reason,
-			provider = excluded.provider, provider_message_id = excluded.provider_message_id
-		WHERE audit_log.outcome = '` + otp.OutcomeSending + `' AND excluded.outcome <> '` + otp.OutcomeSending + `'`
+			provider = excluded.provider, provider_message_id = excluded.provider_message_id,
+			count = greatest(audit_log.count, excluded.count), last_at = greatest(audit_log.last_at, excluded.last_at),
+			phone_e164 = excluded.phone_e164, client_ip = excluded.client_ip, api_key = excluded.api_key
+		WHERE (audit_log.outcome = '` + otp.OutcomeSending + `' AND excluded.outcome <> '` + otp.OutcomeSending + `')
+			OR excluded.count > audit_log.count`
 	// finishSending replaces "sending" with final outcomes, and names the
 	// rows it changed.
 	finishSending = `UPDATE audit_log a
@@ -95,11 +105,13 @@ func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) err
 // write), and sends' final outcomes replace their "sending" rows in one
 // UPDATE; only a final outcome whose row is not there as "sending" (its
 // first row is still in a spool, or the group is a retry) goes through the
-// upsert. A first row that is stored already (the group is a retry)
-// fails the INSERT; then the group is written by Write.
-func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.AuditEvent) error {
+// upsert, as do rollups, which are written again every second they grow. A
+// first row that is stored already (the group is a retry) fails the INSERT;
+// then the group is written by Write.
+func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals, rollups []otp.AuditEvent) error {
 	var err error
 	switch {
+	case len(fresh) == 0 && len(finals) == 0:
 	case len(finals) == 0:
 		_, err = pool.Exec(ctx, insertFresh, arrays(fresh)...)
 	case len(fresh) == 0:
@@ -112,7 +124,10 @@ func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals []otp.Aud
 			return finish(ctx, tx, finals)
 		})
 	}
-	all := slices.Concat(fresh, finals)
+	if err == nil && len(rollups) > 0 {
+		_, err = pool.Exec(ctx, upsert, arrays(latest(rollups))...)
+	}
+	all := slices.Concat(fresh, finals, rollups)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: a retry
 		return Write(ctx, pool, all)
@@ -154,13 +169,14 @@ func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 }
 
 // latest keeps the last version of each row in a batch (a send's final
-// outcome after its "sending"): one statement may not change a row twice.
+// outcome after its "sending", a rollup's largest count): one statement may
+// not change a row twice.
 func latest(events []otp.AuditEvent) []otp.AuditEvent {
 	seen := make(map[string]int, len(events))
 	out := events[:0:0]
 	for _, e := range events {
 		if i, ok := seen[e.ID]; ok {
-			if out[i].Outcome == otp.OutcomeSending {
+			if out[i].Outcome == otp.OutcomeSending || e.Count > out[i].Count {
 				out[i] = e
 			}
 			continue

@@ -63,12 +63,13 @@ func (r *Reader) Search(ctx context.Context, q otp.AuditQuery) ([]otp.AuditEvent
 	return events, nil
 }
 
-// Counts counts the rows since a moment by kind, outcome, reason and
-// destination country. Postgres groups by the first digits of the number
-// (enough to tell calling codes and most ranges apart) and hands back one
-// sample number per group, whose country is then looked up here.
+// Counts counts the requests (sum(count): a rollup stands for many) since a
+// moment by kind, outcome, reason and destination country. Postgres groups by
+// the first digits of the number (enough to tell calling codes and most
+// ranges apart) and hands back one sample number per group, whose country is
+// then looked up here.
 func (r *Reader) Counts(ctx context.Context, since time.Time) ([]otp.AuditCount, error) {
-	rows, err := r.pool.Query(ctx, `SELECT kind, outcome, coalesce(reason, ''), min(phone_e164), count(*)
+	rows, err := r.pool.Query(ctx, `SELECT kind, outcome, coalesce(reason, ''), min(phone_e164), sum(count)
 		FROM audit_log WHERE created_at >= $1
 		GROUP BY kind, outcome, coalesce(reason, ''), substr(phone_e164, 1, 5)`, since)
 	if err != nil {
@@ -110,11 +111,11 @@ func (r *Reader) Counts(ctx context.Context, since time.Time) ([]otp.AuditCount,
 	return out, nil
 }
 
-// Buckets counts the rows since a moment by kind and outcome in buckets of
-// the given length (whole seconds, aligned to the Unix epoch), for charts.
-// date_bin would do, but needs Postgres 14.
+// Buckets counts the requests (sum(count)) since a moment by kind and
+// outcome in buckets of the given length (whole seconds, aligned to the Unix
+// epoch), for charts. date_bin would do, but needs Postgres 14.
 func (r *Reader) Buckets(ctx context.Context, since time.Time, bucket time.Duration) ([]otp.AuditBucket, error) {
-	rows, err := r.pool.Query(ctx, `SELECT to_timestamp(floor(extract(epoch FROM created_at) / $2) * $2) AS b, kind, outcome, count(*)
+	rows, err := r.pool.Query(ctx, `SELECT to_timestamp(floor(extract(epoch FROM created_at) / $2) * $2) AS b, kind, outcome, sum(count)
 		FROM audit_log WHERE created_at >= $1 GROUP BY b, kind, outcome ORDER BY b`,
 		since, bucket.Seconds())
 	if err != nil {

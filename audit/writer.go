@@ -2,6 +2,13 @@
 // lines on stderr). A row is durable before anything depends on it: in
 // Postgres, or while Postgres is slow or down, in a local fsynced spool that
 // is replayed into Postgres when it is back.
+//
+// The Writer is made of parts named for their job: group commit
+// (groupcommit.go), the Postgres-or-spool switch (route.go), poison
+// isolation (poison.go), waiting for Postgres without a spool (retry.go),
+// replay and adoption of spools (replay.go), and the rollups of answers that
+// texted nobody (rollup.go). Its loops run in Run, under the caller's
+// errgroup; Close writes what is still queued.
 package audit
 
 import (
@@ -13,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,6 +53,20 @@ type Options struct {
 	// as much per row (`make bench-http`), and a row reads "sending" that
 	// much longer after its answer.
 	FinalEvery time.Duration
+	// RowsPerSubjectMinute is how many answers that texted nobody have a
+	// row of their own per subject and minute (default 20); the rest of the
+	// minute are counted on the subject's rollup. RowsPerSecond bounds the
+	// rows such answers make per second, rollups included (default 200);
+	// past it they fold per (kind, outcome, reason, minute).
+	RowsPerSubjectMinute int
+	RowsPerSecond        int
+	// RollupEvery is how often changed rollups are written (default 1s):
+	// what a crash may lose of the answers that texted nobody.
+	RollupEvery time.Duration
+	// RollupKeys bounds the subjects counted per minute and the open
+	// rollups (default 100000 each): past it, answers fold wider, so a flood
+	// of new subjects costs bounded memory.
+	RollupKeys int
 	Metrics    prometheus.Registerer
 }
 
@@ -55,43 +75,39 @@ type Options struct {
 // written in groups (group commit): whatever is waiting when a write starts
 // shares it, one Postgres commit or one fsync, so waiting costs each request
 // a few milliseconds under any load. Sends' final outcomes (Finish), which
-// nobody waits for, are written in groups by a loop of their own (batched
-// finalisation), so they never delay a row someone waits for, and are in
-// Postgres a write after their answer.
+// nobody waits for, and the rows of answers that texted nobody (Note) are
+// written in groups by a loop of their own, so they never delay a row
+// someone waits for.
 //
 // In Postgres, first rows go in by one INSERT per group, final outcomes by
-// one UPDATE, and anything written again (a retry, a replay) by one
-// INSERT ... ON CONFLICT, so every row is stored exactly once however often
-// it is written (see writeGroup). A row Postgres refuses for its data is set
-// apart (the batch is split until it is alone) into the dead-letter file, and
-// never holds up another.
+// one UPDATE, and anything written again (a retry, a replay, a rollup that
+// grew) by one INSERT ... ON CONFLICT, so every row is stored exactly once
+// however often it is written (see writeGroup). A row Postgres refuses for
+// its data is set apart (the batch is split until it is alone) into the
+// dead-letter file, and never holds up another.
 type Writer struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	opts  Options
 	spool *spool
 	dead  deadLetters
+	sw    route
+	// rollups counts answers that texted nobody (Note).
+	rollups *rollups
 
 	mu     sync.RWMutex // guards closed against Record sending on a closed queue
 	closed bool
-	queue  chan pending // rows someone waits for
-	done   chan struct{}
-	// finals are sends' final outcomes, which nobody waits for: written by
-	// a loop of their own, in larger groups, so they never delay a row
-	// someone waits for.
-	finals     chan pending
-	finalsDone chan struct{}
+	// waited are the rows someone waits for; unwaited sends' final outcomes
+	// and answers that texted nobody, gathered into larger groups.
+	waited, unwaited *committer
 	// giveUp ends waits once Close's deadline has passed.
 	giveUp context.Context
 	stop   context.CancelFunc
-	loops  sync.WaitGroup
-
-	// modeMu orders switching back from the spool to Postgres (held to
-	// write) with the groups written meanwhile (held to read).
-	modeMu   sync.RWMutex
-	spooling atomic.Bool // rows go to the spool until it is replayed
-	pgReady  atomic.Bool // the schema exists; until then rows are spooled
-	drainMu  sync.Mutex  // one replay at a time (the loop's, or Close's)
+	// running is set (under mu) once Run started, endRun ends it, and ran
+	// is closed when it has returned.
+	running bool
+	endRun  context.CancelFunc
+	ran     chan struct{}
 	// notDurable holds why the last batch could be made durable nowhere;
 	// nil once one could.
 	notDurable atomic.Pointer[error]
@@ -102,22 +118,8 @@ type Writer struct {
 
 type pending struct {
 	e     otp.AuditEvent
-	done  chan error // nil for Finish: nobody waits
+	done  chan error // nil when nobody waits
 	final bool       // a send's final outcome (Finish)
-}
-
-// group is what one write takes: the rows, which of them are sends' final
-// outcomes, and whether they were tried before (any may be stored already).
-type group struct {
-	rows   []otp.AuditEvent
-	finals map[string]bool
-	retry  bool
-}
-
-// halves splits a group, keeping what is known of its rows.
-func (g group) halves() (group, group) {
-	n := len(g.rows) / 2
-	return group{rows: g.rows[:n], finals: g.finals, retry: g.retry}, group{rows: g.rows[n:], finals: g.finals, retry: g.retry}
 }
 
 var _ otp.AuditLog = (*Writer)(nil)
@@ -127,8 +129,9 @@ var _ otp.AuditLog = (*Writer)(nil)
 // while Postgres is away). The row is kept in memory and tried again.
 var ErrNotDurable = errors.New("audit: rows cannot be made durable: neither Postgres nor the spool takes them")
 
-// NewWriter starts a Writer, taking a spool directory of its own under
-// SpoolDir with the rows a previous run left in it. Close it to flush.
+// NewWriter makes a Writer, taking a spool directory of its own under
+// SpoolDir with the rows a previous run left in it. It starts nothing: Run
+// writes rows, Close writes what is left.
 func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, error) {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 65536
@@ -151,14 +154,26 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 	if opts.FinalEvery <= 0 {
 		opts.FinalEvery = 50 * time.Millisecond
 	}
+	if opts.RowsPerSubjectMinute <= 0 {
+		opts.RowsPerSubjectMinute = 20
+	}
+	if opts.RowsPerSecond <= 0 {
+		opts.RowsPerSecond = 200
+	}
+	if opts.RollupEvery <= 0 {
+		opts.RollupEvery = time.Second
+	}
+	if opts.RollupKeys <= 0 {
+		opts.RollupKeys = 100000
+	}
 	giveUp, stop := context.WithCancel(context.Background())
 	w := &Writer{
 		pool: pool, log: log, opts: opts,
-		dead:   deadLetters{path: deadLetterPath(opts.SpoolDir)},
-		queue:  make(chan pending, opts.QueueSize),
-		done:   make(chan struct{}),
-		finals: make(chan pending, opts.QueueSize), finalsDone: make(chan struct{}),
-		giveUp: giveUp, stop: stop,
+		dead:     deadLetters{path: deadLetterPath(opts.SpoolDir)},
+		waited:   newCommitter(opts.QueueSize, 0, true),
+		unwaited: newCommitter(opts.QueueSize, opts.FinalEvery, false),
+		giveUp:   giveUp, stop: stop, ran: make(chan struct{}),
+		rollups:  newRollups(opts.RowsPerSubjectMinute, opts.RowsPerSecond, opts.RollupKeys),
 		written:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_written_total", Help: "Audit rows stored in Postgres as requests were answered."}),
 		failed:   prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_write_errors_total", Help: "Audit batches Postgres did not take in time."}),
 		spooled:  prometheus.NewCounter(prometheus.CounterOpts{Name: "smsgw_audit_rows_spooled_total", Help: "Audit rows made durable in the local spool."}),
@@ -168,7 +183,6 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "smsgw_audit_durable_seconds",
 			Help: "How long a request waited for its audit row to be durable.", Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1}}),
 	}
-	w.pgReady.Store(true)
 	if opts.SpoolDir != "" {
 		sp, err := openSpool(opts.SpoolDir)
 		if err != nil {
@@ -176,16 +190,16 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		}
 		w.spool = sp
 		if !sp.empty() {
-			w.spooling.Store(true)
+			w.sw.state = toSpool
 			log.Warn("audit spool holds rows from an earlier run; they are replayed into Postgres first", "dir", sp.dir)
 		}
 	}
 	if opts.Metrics != nil {
 		opts.Metrics.MustRegister(w.written, w.failed, w.spooled, w.replayed, w.lost, w.deadRows, w.wait,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_queue_depth", Help: "Audit rows waiting for their batch."},
-				func() float64 { return float64(len(w.queue) + len(w.finals)) }),
+				func() float64 { return float64(len(w.waited.queue) + len(w.unwaited.queue)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spooling", Help: "1 while audit rows go to the local spool instead of Postgres."},
-				func() float64 { return b2f(w.spooling.Load()) }),
+				func() float64 { return b2f(w.sw.spooling()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_accepting", Help: "1 while audit rows can be made durable; at 0 sends answer 503."},
 				func() float64 { return b2f(w.Accepting() == nil) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spool_bytes", Help: "Size of the local audit spool."},
@@ -193,12 +207,6 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "smsgw_audit_spool_rows", Help: "Rows in the local audit spool (-1: unknown until replayed)."},
 				func() float64 { _, n := w.spoolSize(); return float64(n) }),
 		)
-	}
-	go w.run(w.queue, w.done, 0, true)
-	go w.run(w.finals, w.finalsDone, w.opts.FinalEvery, false)
-	if w.spool != nil {
-		w.loops.Add(1)
-		go w.replay()
 	}
 	return w, nil
 }
@@ -216,13 +224,6 @@ func (w *Writer) spoolSize() (int64, int64) {
 	}
 	return w.spool.size()
 }
-
-// SetPostgresReady says whether the schema is known to exist (migrations
-// ran). Until it is, rows are spooled.
-func (w *Writer) SetPostgresReady(ready bool) { w.pgReady.Store(ready) }
-
-// PostgresReady reports what SetPostgresReady last said (true at first).
-func (w *Writer) PostgresReady() bool { return w.pgReady.Load() }
 
 // ErrClosed is returned by Record after Close.
 var ErrClosed = errors.New("audit: writer closed")
@@ -250,7 +251,7 @@ func (w *Writer) Ready(context.Context) error { return w.Accepting() }
 func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 	start := time.Now()
 	p := pending{e: e, done: make(chan error, 1)}
-	if err := w.enqueue(ctx, p); err != nil {
+	if err := w.enqueue(ctx, w.waited, p); err != nil {
 		return err
 	}
 	select {
@@ -263,434 +264,100 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 }
 
 // Finish queues a send's final outcome, its row being durable already as
-// sending; it is written in the next group of final outcomes, nobody
-// waiting.
+// sending; it is written in the next group of rows nobody waits for.
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.enqueue(ctx, pending{e: e, final: true}); err != nil {
+	if err := w.enqueue(ctx, w.unwaited, pending{e: e, final: true}); err != nil {
 		w.lost.Inc()
 		w.log.Error("a send's final outcome was not queued; its row stays sending", "id", e.ID, "outcome", e.Outcome, "err", err)
 	}
 }
 
-func (w *Writer) enqueue(ctx context.Context, p pending) error {
+func (w *Writer) enqueue(ctx context.Context, c *committer, p pending) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
 		return ErrClosed
 	}
-	queue := w.queue
-	if p.final {
-		queue = w.finals
-	}
 	select {
-	case queue <- p:
+	case c.queue <- p:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("audit: queue full: %w", ctx.Err())
 	}
 }
 
-// Close stops accepting rows, makes every queued one durable and stops the
-// replay (what is still spooled is replayed at the next start). Without a
-// spool, if Postgres stays down past ctx's deadline, it reports the loss.
+// Run writes rows until ctx ends: the group commits of both queues, the
+// replay of the spool and of the spools of replicas that are gone, and the
+// rollups every RollupEvery. It returns once its loops have, when ctx ends
+// or Close is called; Close then writes what is still queued.
+func (w *Writer) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running || w.closed {
+		w.mu.Unlock()
+		return errors.New("audit: writer already running or closed")
+	}
+	ctx, w.endRun = context.WithCancel(ctx)
+	w.running = true
+	w.mu.Unlock()
+	defer close(w.ran)
+	var loops sync.WaitGroup
+	loops.Go(func() { w.groupCommit(ctx, w.waited) })
+	loops.Go(func() { w.groupCommit(ctx, w.unwaited) })
+	if w.spool != nil {
+		loops.Go(func() { w.replay(ctx) })
+	}
+	w.rollupLoop(ctx)
+	loops.Wait()
+	return nil
+}
+
+// Close ends Run, stops accepting rows, makes every queued one durable and,
+// if Postgres answers in time, replays the spool
+// (what is still spooled is replayed at the next start). Without a spool,
+// if Postgres stays down past ctx's deadline, it reports the loss.
 func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	running := w.running
+	w.mu.Unlock()
+	if running {
+		w.endRun()
+		<-w.ran
+	}
+	giveUp := context.AfterFunc(ctx, w.stop)
+	defer giveUp()
 	w.mu.Lock()
 	if !w.closed {
 		w.closed = true
-		close(w.queue)
-		close(w.finals)
+		close(w.waited.queue)
+		close(w.unwaited.queue)
 	}
 	w.mu.Unlock()
-	for _, done := range []chan struct{}{w.done, w.finalsDone} {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			w.stop()
-			<-done
+	w.writeRest(w.waited)
+	w.writeRest(w.unwaited)
+	if last := w.rollups.changed(time.Now()); len(last) > 0 {
+		if err := w.commit(w.giveUp, group{rows: last}); err != nil {
+			w.lost.Add(float64(len(last)))
+			w.log.Error("audit rollups lost at shutdown: durable nowhere", "rows", len(last), "err", err)
 		}
 	}
 	// Spooled rows are durable already; still, move them into Postgres now
 	// if it answers within the deadline, so the next start has none to
 	// replay.
-	if w.spool != nil && w.spooling.Load() && w.pgReady.Load() && ctx.Err() == nil {
+	if w.spool != nil && w.sw.replaying() && ctx.Err() == nil {
 		if err := w.drain(ctx); err != nil {
 			w.log.Warn("audit spool left for the next start", "err", err)
 		}
 	}
 	w.stop()
-	w.loops.Wait()
 	if w.spool != nil {
-		w.modeMu.Lock()
+		w.sw.mu.Lock()
 		w.spool.close()
-		w.modeMu.Unlock()
+		w.sw.mu.Unlock()
 	}
 	if ctx.Err() != nil && w.spool == nil {
 		return fmt.Errorf("audit: shutdown gave up waiting for Postgres: %w", ctx.Err())
 	}
 	return nil
-}
-
-// run writes the rows of one queue in groups until it is closed: a group is
-// what is waiting when a write starts, after gathering for linger if it is
-// positive. The loop of rows someone waits for (waited) also says whether
-// rows can be made durable (Accepting).
-func (w *Writer) run(queue <-chan pending, done chan struct{}, linger time.Duration, waited bool) {
-	defer close(done)
-	// backlog holds rows that could be made durable nowhere (their waiters
-	// were told); they go first in every later write.
-	var backlog []otp.AuditEvent
-	retry := time.NewTicker(w.opts.RetryEvery)
-	defer retry.Stop()
-	batch := make([]pending, 0, w.opts.BatchSize)
-	for {
-		batch = batch[:0]
-		select {
-		case p, ok := <-queue:
-			if !ok {
-				w.lastTry(backlog)
-				return
-			}
-			batch = append(batch, p)
-		case <-retry.C:
-			if len(backlog) == 0 {
-				continue
-			}
-		}
-		if linger > 0 {
-			batch = gather(queue, batch, w.opts.BatchSize, linger)
-		}
-		// Group commit: take the first row, then whatever else is already
-		// waiting. Under load batches grow by themselves; when idle a row is
-		// written at once.
-	fill:
-		for len(batch) < w.opts.BatchSize {
-			select {
-			case p, ok := <-queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, p)
-			default:
-				break fill
-			}
-		}
-		g := group{rows: make([]otp.AuditEvent, len(backlog), len(backlog)+len(batch)), retry: len(backlog) > 0}
-		copy(g.rows, backlog)
-		for _, p := range batch {
-			g.rows = append(g.rows, p.e)
-			if p.final {
-				if g.finals == nil {
-					g.finals = map[string]bool{}
-				}
-				g.finals[p.e.ID] = true
-			}
-		}
-		err := w.commit(g)
-		if err == nil {
-			if len(backlog) > 0 {
-				w.log.Info("audit rows are durable again", "kept_rows", len(backlog))
-			}
-			backlog = nil
-			if waited {
-				w.notDurable.Store(nil)
-			}
-		} else {
-			backlog = w.bound(g.rows)
-			if waited {
-				w.notDurable.Store(&err)
-			}
-		}
-		for _, p := range batch {
-			if p.done != nil {
-				p.done <- err
-			}
-		}
-	}
-}
-
-// gather adds rows to batch until it is full or linger has passed.
-func gather(queue <-chan pending, batch []pending, size int, linger time.Duration) []pending {
-	timer := time.NewTimer(linger)
-	defer timer.Stop()
-	for len(batch) < size {
-		select {
-		case p, ok := <-queue:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, p)
-		case <-timer.C:
-			return batch
-		}
-	}
-	return batch
-}
-
-// bound keeps at most QueueSize rows waiting in memory, the newest.
-func (w *Writer) bound(events []otp.AuditEvent) []otp.AuditEvent {
-	if over := len(events) - w.opts.QueueSize; over > 0 {
-		w.lost.Add(float64(over))
-		w.log.Error("audit rows lost: durable nowhere for too long, past the memory bound", "rows", over)
-		events = events[over:]
-	}
-	return events
-}
-
-// lastTry writes what is still kept in memory, once more, at Close.
-func (w *Writer) lastTry(backlog []otp.AuditEvent) {
-	if len(backlog) == 0 {
-		return
-	}
-	if err := w.commit(group{rows: backlog, retry: true}); err != nil {
-		w.lost.Add(float64(len(backlog)))
-		w.log.Error("audit rows lost at shutdown: durable nowhere", "rows", len(backlog), "err", err)
-	}
-}
-
-// commit makes a batch durable: in Postgres when it is answering in time,
-// else in the spool, which then takes every row until it is replayed. When
-// the spool cannot take them either, Postgres is asked once more (it may be
-// back before the replay noticed); past that the batch is not durable.
-func (w *Writer) commit(g group) error {
-	w.modeMu.RLock()
-	defer w.modeMu.RUnlock()
-	triedPostgres := false
-	if !w.spooling.Load() && w.pgReady.Load() {
-		triedPostgres = true
-		err := w.timed(g)
-		if err == nil {
-			return nil
-		}
-		if w.spool == nil {
-			return w.writeWithRetry(g, err)
-		}
-		w.log.Error("Postgres did not take audit rows in time; spooling them locally until it does", "rows", len(g.rows), "err", err)
-		w.spooling.Store(true)
-	}
-	if w.spool == nil {
-		return w.writeWithRetry(g, errors.New("postgres not ready"))
-	}
-	// A batch Postgres took too long for may still commit; its replay then
-	// finds the rows stored and skips them.
-	err := w.spool.append(g.rows, w.hardCap())
-	if err == nil {
-		w.spooled.Add(float64(len(g.rows)))
-		return nil
-	}
-	if !triedPostgres && w.pgReady.Load() && w.timed(g) == nil {
-		return nil
-	}
-	w.log.Error("audit rows are durable nowhere: sends answer 503 until Postgres or the spool takes rows again", "rows", len(g.rows), "err", err)
-	return fmt.Errorf("%w: %w", ErrNotDurable, err)
-}
-
-// timed stores a group in Postgres within the write timeout.
-func (w *Writer) timed(g group) error {
-	ctx, cancel := context.WithTimeout(w.giveUp, w.opts.WriteTimeout)
-	defer cancel()
-	if err := w.store(ctx, g); err != nil {
-		w.failed.Inc()
-		return err
-	}
-	w.written.Add(float64(len(g.rows)))
-	return nil
-}
-
-// store writes a group to Postgres. A group refused for its data is split
-// until the refused rows are alone; those go to the dead letters, and every
-// other row is stored.
-func (w *Writer) store(ctx context.Context, g group) error {
-	var err error
-	if g.retry {
-		err = Write(ctx, w.pool, g.rows)
-	} else {
-		var fresh, finals []otp.AuditEvent
-		for _, e := range g.rows {
-			if g.finals[e.ID] {
-				finals = append(finals, e)
-			} else {
-				fresh = append(fresh, e)
-			}
-		}
-		err = writeGroup(ctx, w.pool, fresh, finals)
-	}
-	pgErr, bad := refusedData(err)
-	if !bad {
-		return err
-	}
-	if len(g.rows) == 1 {
-		return w.deadLetter(g.rows[0], pgErr)
-	}
-	a, b := g.halves()
-	if err := w.store(ctx, a); err != nil {
-		return err
-	}
-	return w.store(ctx, b)
-}
-
-func (w *Writer) deadLetter(e otp.AuditEvent, pgErr *pgconn.PgError) error {
-	if !w.dead.first(e.ID + "\x00" + e.Outcome) {
-		return nil
-	}
-	d := newDeadLetter(e, pgErr)
-	w.deadRows.Inc()
-	w.log.Error("Postgres refused an audit row for its data; kept in the dead letters, other rows go on",
-		"file", w.dead.path, "sqlstate", pgErr.Code, "err", pgErr.Message, "row", d)
-	if err := w.dead.keep(d); err != nil {
-		// The row is in the log line above, whole; keep going.
-		w.log.Error("audit dead letter not written", "err", err)
-	}
-	return nil
-}
-
-func (w *Writer) hardCap() int64 { return w.opts.SpoolMaxBytes + w.opts.SpoolMaxBytes/10 + 1<<20 }
-
-// writeWithRetry is the path without a spool: wait for Postgres.
-func (w *Writer) writeWithRetry(g group, err error) error {
-	events := g.rows
-	backoff := 50 * time.Millisecond
-	for {
-		if w.giveUp.Err() != nil {
-			w.lost.Add(float64(len(events)))
-			w.log.Error("audit rows lost: Postgres unreachable at shutdown and no spool", "rows", len(events), "err", err)
-			return err
-		}
-		w.log.Error("audit batch write failed; retrying", "rows", len(events), "retry_in", backoff, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-w.giveUp.Done():
-			continue
-		}
-		backoff = min(backoff*2, 5*time.Second)
-		ctx, cancel := context.WithTimeout(w.giveUp, 10*time.Second)
-		err = w.store(ctx, group{rows: events, retry: true})
-		cancel()
-		if err == nil {
-			w.written.Add(float64(len(events)))
-			return nil
-		}
-		w.failed.Inc()
-	}
-}
-
-// replay moves spooled rows into Postgres, oldest first, whenever Postgres
-// answers, and switches back to writing there once the spool is empty. Now
-// and then it adopts the spools of replicas that are gone.
-func (w *Writer) replay() {
-	defer w.loops.Done()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	adopt := time.NewTicker(w.opts.AdoptEvery)
-	defer adopt.Stop()
-	w.adoptOrphans() // a replica may have died while none was running
-	for {
-		select {
-		case <-w.giveUp.Done():
-			return
-		case <-adopt.C:
-			w.adoptOrphans()
-			continue
-		case <-tick.C:
-		}
-		if !w.spooling.Load() || !w.pgReady.Load() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(w.giveUp, time.Minute)
-		if err := w.drain(ctx); err != nil {
-			w.log.Warn("audit spool replay paused", "err", err)
-		}
-		cancel()
-	}
-}
-
-// drain replays the own spool and goes back to writing to Postgres.
-func (w *Writer) drain(ctx context.Context) error {
-	w.drainMu.Lock()
-	defer w.drainMu.Unlock()
-	if err := w.pool.Ping(ctx); err != nil {
-		return err
-	}
-	for pass := 0; ; pass++ {
-		if err := w.replaySegments(ctx, w.spool); err != nil {
-			return err
-		}
-		// Back to Postgres only if nothing was spooled meanwhile; otherwise
-		// replay that too first. Under steady load something always was:
-		// after a few passes the rest is replayed with the writers held, so
-		// the switch cannot be put off for ever (it holds them for what
-		// arrived during one pass).
-		w.modeMu.Lock()
-		if !w.spool.empty() && pass >= 2 {
-			if err := w.replaySegments(ctx, w.spool); err != nil {
-				w.modeMu.Unlock()
-				return err
-			}
-		}
-		if w.spool.empty() {
-			w.spooling.Store(false)
-			w.modeMu.Unlock()
-			w.log.Info("audit spool replayed; writing to Postgres again")
-			return nil
-		}
-		w.modeMu.Unlock()
-	}
-}
-
-// replaySegments moves every closed segment of sp into Postgres, oldest
-// first, and deletes it.
-func (w *Writer) replaySegments(ctx context.Context, sp *spool) error {
-	for _, seq := range sp.rotate() {
-		events, err := sp.read(seq)
-		if err != nil {
-			w.log.Error("audit spool segment is damaged; moved aside for inspection, its readable rows replayed", "segment", segmentName(seq), "dir", sp.dir, "err", err)
-		}
-		for i := 0; i < len(events); i += w.opts.BatchSize {
-			if werr := w.store(ctx, group{rows: events[i:min(i+w.opts.BatchSize, len(events))], retry: true}); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if qerr := sp.quarantine(seq); qerr != nil {
-				return qerr
-			}
-		} else if err := sp.remove(seq, len(events)); err != nil {
-			return err
-		}
-		w.replayed.Add(float64(len(events)))
-		w.log.Info("audit spool segment replayed into Postgres", "segment", segmentName(seq), "dir", sp.dir, "rows", len(events))
-	}
-	return nil
-}
-
-// adoptOrphans replays the spools no live process holds: a replica that
-// died leaves its rows to whichever replica on the host looks first.
-func (w *Writer) adoptOrphans() {
-	if !w.pgReady.Load() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(w.giveUp, 5*time.Second)
-	err := w.pool.Ping(ctx)
-	cancel()
-	if err != nil {
-		return // Postgres is away: orphaned rows are safe where they are
-	}
-	for _, dir := range orphans(w.opts.SpoolDir, w.spool.dir) {
-		sp, err := lockSpool(dir)
-		if err != nil || sp == nil {
-			continue
-		}
-		if !sp.empty() {
-			w.log.Warn("adopting the audit spool of a replica that is gone", "dir", dir)
-			ctx, cancel := context.WithTimeout(w.giveUp, time.Minute)
-			if err := w.replaySegments(ctx, sp); err != nil {
-				w.log.Warn("adopted audit spool left for later", "dir", dir, "err", err)
-			} else {
-				w.log.Info("adopted audit spool replayed", "dir", dir)
-			}
-			cancel()
-		}
-		sp.close()
-	}
 }

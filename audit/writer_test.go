@@ -46,6 +46,7 @@ func proxied(t *testing.T) (through *pgxpool.Pool, direct *pgxpool.Pool, proxy *
 	return newPool(t, u.String()), newPool(t, dsn), proxy
 }
 
+// newWriter makes a writer and runs it until the test ends, then closes it.
 func newWriter(t *testing.T, pool *pgxpool.Pool, o audit.Options) *audit.Writer {
 	t.Helper()
 	w, err := audit.NewWriter(pool, o, quiet)
@@ -53,7 +54,28 @@ func newWriter(t *testing.T, pool *pgxpool.Pool, o audit.Options) *audit.Writer 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close(context.Background()) })
+	start(t, w)
 	return w
+}
+
+// start runs w's loops until the returned stop (or the test's end), which
+// waits for them.
+func start(t *testing.T, w *audit.Writer) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func event(i int) otp.AuditEvent {
@@ -232,6 +254,7 @@ func TestSpoolSurvivesARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopFirst := start(t, first)
 	var ids []string
 	for i := 0; i < 50; i++ {
 		e := event(i)
@@ -240,6 +263,7 @@ func TestSpoolSurvivesARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	stopFirst()
 	first.Close(context.Background())
 	// A crash in the middle of an append leaves a torn line.
 	segs, _ := filepath.Glob(filepath.Join(dir, "replica-0", "spool-*.log"))
@@ -307,9 +331,11 @@ func TestCloseWithoutSpoolGivesUpAtItsDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := start(t, w)
 	proxy.Cut()
 	go w.Record(context.Background(), event(1))
 	waitFor(t, "a failed write", func() bool { return metric(t, reg, "smsgw_audit_write_errors_total") >= 1 })
+	stop() // the loops end; the row they could not write is Close's
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()

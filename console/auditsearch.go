@@ -130,14 +130,19 @@ func writeCSV(w http.ResponseWriter, rows []otp.AuditEvent) {
 	w.Header().Set("Content-Disposition", `attachment; filename="smsgw-audit.csv"`)
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
-		"provider", "provider_message_id", "delivery_status", "delivery_error_code", "api_key"})
+		"provider", "provider_message_id", "delivery_status", "delivery_error_code", "api_key", "count", "last_at", "subject"})
 	for _, e := range rows {
 		ip := ""
 		if e.ClientIP.IsValid() {
 			ip = e.ClientIP.String()
 		}
+		last := ""
+		if e.Rollup() {
+			last = e.LastAt.UTC().Format(time.RFC3339Nano)
+		}
 		_ = cw.Write([]string{e.ID, e.Time.UTC().Format(time.RFC3339Nano), e.Kind, e.Outcome, cell(e.RequestID), e.Phone, ip,
-			cell(e.Reason), cell(e.Provider), cell(e.MessageID), cell(e.DeliveryStatus), cell(e.DeliveryErrorCode), cell(e.APIKey)})
+			cell(e.Reason), cell(e.Provider), cell(e.MessageID), cell(e.DeliveryStatus), cell(e.DeliveryErrorCode), cell(e.APIKey),
+			strconv.Itoa(e.Requests()), last, cell(e.Subject)})
 	}
 	cw.Flush()
 }

@@ -61,6 +61,7 @@ func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go w.Run(ctx) // Close ends it and waits
 	t.Cleanup(func() { w.Close(context.Background()) })
 	reader := audit.NewReader(pool)
 	clock := testenv.NewClock(time.Now())

@@ -40,9 +40,11 @@ type page struct {
 }
 
 var funcs = template.FuncMap{
-	"dur":    humanDuration,
-	"ts":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"tshort": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"dur":     humanDuration,
+	"ts":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"tshort":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"hms":     func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"grouped": grouped,
 	"pct": func(a, b int) string {
 		if b == 0 {
 			return "–"
@@ -119,3 +121,16 @@ func humanDuration(d time.Duration) string {
 }
 
 func asOTPError(err error, e **otp.Error) bool { return errors.As(err, e) }
+
+// grouped writes n with thousands separators, as a rollup's count reads:
+// "×1,843".
+func grouped(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + grouped(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

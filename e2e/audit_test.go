@@ -144,18 +144,52 @@ func TestKillNineLosesNoText(t *testing.T) {
 	dir := t.TempDir()
 	cfg := faultConfig + g.config()
 	answered := map[string]int{}
+	var unread int64
+	mayLose := 0
 	for round := 0; round < 3; round++ {
 		p := startWithIn(t, e, cfg, gatewayEnv, dir)
 		l := startLoad(t, func() string { return p.URL }, 20)
 		waitFor(t, 60*time.Second, "load", func() bool { return l.count() > 200 })
+		killedAt := time.Now()
 		p.kill(t)
 		maps.Copy(answered, l.end())
+		unread += l.failed.Load()
+		mayLose += l.mayBeLost(killedAt)
 	}
 
 	again := startWithIn(t, e, cfg, gatewayEnv, dir)
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
 	again.stop(t)
-	requireOneRowEach(t, e, answered)
+	requireOneRowEach(t, e, answered, unread, mayLose)
+	requireEveryTextAudited(t, e, g.phones())
+}
+
+// TestKillNineUnderAFloodLosesAtMostASecond: smsgw is SIGKILLed while one
+// client floods it with refusals (one phone, one address: its own rows,
+// then a rollup) beside sends that text. After a restart on the same spool,
+// every text has its row, and the refusals are all counted but those
+// answered in the last second before the kill (SPEC "Audit").
+func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := newRecordingGateway(t)
+	dir := t.TempDir()
+	cfg := faultConfig + g.config()
+	p := startWithIn(t, e, cfg, gatewayEnv, dir)
+	texts := startLoad(t, func() string { return p.URL }, 4)
+	refusals := startLoadOf(t, func() string { return p.URL }, 16, func(int64) (string, string) { return "+16502539999", "192.0.2.99" })
+	waitFor(t, 60*time.Second, "a flood past a rollup's first seconds", func() bool { return refusals.count() > 3000 && texts.count() > 100 })
+	killedAt := time.Now()
+	p.kill(t)
+	answered := texts.end()
+	maps.Copy(answered, refusals.end())
+	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
+
+	again := startWithIn(t, e, cfg, gatewayEnv, dir)
+	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
+	again.stop(t)
+	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
+	requireOneRowEach(t, e, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
 	requireEveryTextAudited(t, e, g.phones())
 }
 
@@ -216,7 +250,31 @@ func accepts(t *testing.T, p *process) bool {
 	n := time.Now().UnixNano()
 	r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1415555%04d"}`, n%10000),
 		map[string]string{"X-Forwarded-For": fmt.Sprintf("192.0.2.%d", n%250+1)})
+	if r.Status != 202 {
+		refusedProbes.add(t)
+	}
 	return r.Status == 202
+}
+
+// refusedProbes counts, per test, the requests accepts sent that texted
+// nobody: the audit trail counts them beside a load's answers.
+var refusedProbes = probes{n: map[string]int{}}
+
+type probes struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (p *probes) add(t *testing.T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n[t.Name()]++
+}
+
+func (p *probes) of(t *testing.T) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[t.Name()]
 }
 
 // TestSpoolOnAFullDisk: Postgres is down and the spool's disk (a 256 KiB
@@ -242,7 +300,7 @@ func TestSpoolOnAFullDisk(t *testing.T) {
 	answered := l.end()
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
-	requireOneRowEach(t, e, answered)
+	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
 	requireEveryTextAudited(t, e, g.phones())
 }
 
@@ -282,7 +340,7 @@ func TestUnwritableSpool(t *testing.T) {
 	answered := l.end()
 	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
-	requireOneRowEach(t, e, answered)
+	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
 	requireEveryTextAudited(t, e, g.phones())
 }
 
@@ -321,7 +379,7 @@ func TestPoisonedProviderIDHoldsUpNothing(t *testing.T) {
 	}
 	t.Logf("dead letters: %s", grepLines(metricsOf(t, p), "smsgw_audit_rows_dead_lettered_total "))
 	p.stop(t)
-	requireOneRowEach(t, e, answered)
+	requireOneRowEach(t, e, answered, 0, 0)
 	requireEveryTextAudited(t, e, g.phones())
 	sent := 0
 	for _, r := range auditRows(t, e) {
@@ -350,6 +408,7 @@ func TestReplicasShareAConfigAndAdoptOrphans(t *testing.T) {
 	proxy.Cut()
 	l := startLoad(t, func() string { return a.URL }, 8)
 	waitFor(t, 60*time.Second, "load on the first replica", func() bool { return l.count() > 200 })
+	killedAt := time.Now()
 	a.kill(t)
 	answered := l.end()
 	if segs, _ := filepath.Glob(filepath.Join(dir, "spool", "replica-*", "spool-*.log")); len(segs) == 0 {
@@ -364,7 +423,7 @@ func TestReplicasShareAConfigAndAdoptOrphans(t *testing.T) {
 		t.Fatalf("the live replica did not say it adopted a spool:\n%s", b.stderr.String())
 	}
 	b.stop(t)
-	requireOneRowEach(t, e, answered)
+	requireOneRowEach(t, e, answered, l.failed.Load(), l.mayBeLost(killedAt))
 	requireEveryTextAudited(t, e, g.phones())
 }
 

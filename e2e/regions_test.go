@@ -167,7 +167,7 @@ func total(got map[string]map[int]int, status int) int {
 }
 
 // texted counts the texts every region's fake provider took for phone.
-func texted(t *testing.T, procs []*process, phone string) int {
+func textsTo(t *testing.T, procs []*process, phone string) int {
 	t.Helper()
 	n := 0
 	for _, p := range procs {
@@ -257,7 +257,7 @@ func TestThreeRegions(t *testing.T) {
 			if total(got, 202) != 3 || total(got, 429) != 27 {
 				t.Fatalf("%s: statuses per region %v, want 3 202 and 27 429 in all", phone, got)
 			}
-			if n := texted(t, procs, phone); n != 3 {
+			if n := textsTo(t, procs, phone); n != 3 {
 				t.Fatalf("%s: %d texts over the regions, want 3", phone, n)
 			}
 		}

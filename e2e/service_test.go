@@ -236,6 +236,7 @@ type auditRow struct {
 	Kind, Outcome, RequestID string
 	Phone, ClientIP, Reason  *string
 	Provider, MessageID      *string
+	Count                    int // requests the row stands for (a rollup: more than 1)
 }
 
 // auditRows reads the audit table of the test's database, oldest first.
@@ -244,14 +245,14 @@ func auditRows(t *testing.T, e env) []auditRow {
 	ctx := context.Background()
 	conn := e.db(t)
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT kind, outcome, request_id, phone_e164, host(client_ip), reason, provider, provider_message_id
+	rows, err := conn.Query(ctx, `SELECT kind, outcome, request_id, phone_e164, host(client_ip), reason, provider, provider_message_id, count
 		FROM audit_log ORDER BY created_at, id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
 		var a auditRow
-		err := r.Scan(&a.Kind, &a.Outcome, &a.RequestID, &a.Phone, &a.ClientIP, &a.Reason, &a.Provider, &a.MessageID)
+		err := r.Scan(&a.Kind, &a.Outcome, &a.RequestID, &a.Phone, &a.ClientIP, &a.Reason, &a.Provider, &a.MessageID, &a.Count)
 		return a, err
 	})
 	if err != nil {

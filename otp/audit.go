@@ -47,24 +47,44 @@ type AuditEvent struct {
 	// receipts after the row is written.
 	DeliveryStatus    string
 	DeliveryErrorCode string
+	// Count is how many requests the row stands for: 0 or 1 on a plain row,
+	// more on a rollup (see Rollup), which holds the requests of one
+	// subject, kind, outcome and reason in one minute, the first at Time and
+	// the last at LastAt.
+	Count  int
+	LastAt time.Time
+	// Subject is what a rollup counted ("phone:+37120000000",
+	// "ip:203.0.113.7"); empty on a plain row and on a rollup of any
+	// subject (folded past the per-second cap).
+	Subject string
 }
+
+// Rollup reports whether the row stands for several requests: a rollup has
+// a LastAt, a plain row none.
+func (e AuditEvent) Rollup() bool { return !e.LastAt.IsZero() }
+
+// Requests is how many requests the row stands for.
+func (e AuditEvent) Requests() int { return max(e.Count, 1) }
 
 // auditJSON names a row's fields as the table's columns do; empty values are
 // null, as in the table.
 type auditJSON struct {
-	ID                string    `json:"id"`
-	CreatedAt         time.Time `json:"created_at"`
-	Kind              string    `json:"kind"`
-	Outcome           string    `json:"outcome"`
-	RequestID         string    `json:"request_id"`
-	PhoneE164         *string   `json:"phone_e164"`
-	ClientIP          *string   `json:"client_ip"`
-	Reason            *string   `json:"reason"`
-	Provider          *string   `json:"provider"`
-	ProviderMessageID *string   `json:"provider_message_id"`
-	DeliveryStatus    *string   `json:"delivery_status"`
-	DeliveryErrorCode *string   `json:"delivery_error_code"`
-	APIKey            *string   `json:"api_key"`
+	ID                string     `json:"id"`
+	CreatedAt         time.Time  `json:"created_at"`
+	Kind              string     `json:"kind"`
+	Outcome           string     `json:"outcome"`
+	RequestID         string     `json:"request_id"`
+	PhoneE164         *string    `json:"phone_e164"`
+	ClientIP          *string    `json:"client_ip"`
+	Reason            *string    `json:"reason"`
+	Provider          *string    `json:"provider"`
+	ProviderMessageID *string    `json:"provider_message_id"`
+	DeliveryStatus    *string    `json:"delivery_status"`
+	DeliveryErrorCode *string    `json:"delivery_error_code"`
+	APIKey            *string    `json:"api_key"`
+	Count             int        `json:"count"`
+	LastAt            *time.Time `json:"last_at"`
+	Subject           *string    `json:"subject,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -86,7 +106,11 @@ func (e AuditEvent) MarshalJSON() ([]byte, error) {
 	j := auditJSON{ID: e.ID, CreatedAt: e.Time, Kind: e.Kind, Outcome: e.Outcome, RequestID: e.RequestID,
 		PhoneE164: nullable(e.Phone), Reason: nullable(e.Reason), Provider: nullable(e.Provider),
 		ProviderMessageID: nullable(e.MessageID), DeliveryStatus: nullable(e.DeliveryStatus),
-		DeliveryErrorCode: nullable(e.DeliveryErrorCode), APIKey: nullable(e.APIKey)}
+		DeliveryErrorCode: nullable(e.DeliveryErrorCode), APIKey: nullable(e.APIKey),
+		Count: e.Requests(), Subject: nullable(e.Subject)}
+	if e.Rollup() {
+		j.LastAt = &e.LastAt
+	}
 	if e.ClientIP.IsValid() {
 		j.ClientIP = nullable(e.ClientIP.String())
 	}
@@ -101,7 +125,11 @@ func (e *AuditEvent) UnmarshalJSON(b []byte) error {
 	}
 	*e = AuditEvent{ID: j.ID, Time: j.CreatedAt, Kind: j.Kind, Outcome: j.Outcome, RequestID: j.RequestID,
 		Phone: deref(j.PhoneE164), Reason: deref(j.Reason), Provider: deref(j.Provider), MessageID: deref(j.ProviderMessageID),
-		DeliveryStatus: deref(j.DeliveryStatus), DeliveryErrorCode: deref(j.DeliveryErrorCode), APIKey: deref(j.APIKey)}
+		DeliveryStatus: deref(j.DeliveryStatus), DeliveryErrorCode: deref(j.DeliveryErrorCode), APIKey: deref(j.APIKey),
+		Count: j.Count, Subject: deref(j.Subject)}
+	if j.LastAt != nil {
+		e.LastAt = *j.LastAt
+	}
 	if j.ClientIP != nil {
 		ip, err := netip.ParseAddr(*j.ClientIP)
 		if err != nil {
@@ -116,14 +144,32 @@ func (e *AuditEvent) UnmarshalJSON(b []byte) error {
 // error means it is not, and the request must not claim what its row does
 // not show. Finish gives a row already durable as sending its final outcome
 // without waiting: a crash before that is written leaves the row sending,
-// which is the truth as far as anyone can know. Accepting reports whether
+// which is the truth as far as anyone can know. Note records an answer that
+// texted nobody and changed no code without waiting at all: it is counted
+// against subject (see Service.AuditSubject), on a row of its own until the
+// subject has had its share of rows this minute, then on the subject's
+// rollup; a crash may lose the last second of them. Accepting reports whether
 // requests that may text should go on: a log that cannot make rows durable,
 // or is near its capacity, fails them closed rather than let them go
 // unaudited.
 type AuditLog interface {
 	Record(ctx context.Context, e AuditEvent) error
 	Finish(e AuditEvent)
+	Note(e AuditEvent, subject string)
 	Accepting() error
+}
+
+// Waits reports whether a request's row must be durable before its answer:
+// a send that may have texted and a verify that changed a code. Every other
+// answer texted nobody and changed nothing, and is noted (AuditLog.Note).
+func Waits(kind, outcome string) bool {
+	switch kind {
+	case KindSend:
+		return outcome == OutcomeSent || outcome == OutcomeSending
+	case KindVerify:
+		return outcome == OutcomeApproved || outcome == EInvalidCode
+	}
+	return true
 }
 
 // SendAudit is a send's audit row in the making, given to the send flow by

@@ -426,6 +426,7 @@ func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (pos
 	writer, err := audit.NewWriter(pool, audit.Options{
 		QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize,
 		SpoolDir: cfg.Audit.SpoolDir, SpoolMaxBytes: cfg.Audit.SpoolMaxBytes, WriteTimeout: cfg.Audit.WriteTimeout.Duration,
+		RowsPerSubjectMinute: cfg.Audit.RowsPerSubjectMinute, RowsPerSecond: cfg.Audit.RefusalRowsPerSecond,
 		Metrics: reg,
 	}, a.log)
 	if err != nil {
@@ -436,7 +437,7 @@ func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (pos
 		a.log.Error("Postgres is not reachable: serving anyway, audit rows are spooled locally until it is", "err", err)
 		writer.SetPostgresReady(false)
 	}
-	a.loops = append(a.loops, loop{"postgres maintenance", func(ctx context.Context) error {
+	a.loops = append(a.loops, loop{"audit writer", writer.Run}, loop{"postgres maintenance", func(ctx context.Context) error {
 		maintainPostgres(ctx, cfg, pool, writer, a.log)
 		return nil
 	}})

@@ -52,6 +52,10 @@ type Config struct {
 		WriteTimeout    Duration `toml:"write_timeout"`
 		Retention       Duration `toml:"retention"`
 		PartitionsAhead int      `toml:"partitions_ahead"`
+		// RowsPerSubjectMinute and RefusalRowsPerSecond bound the rows of
+		// answers that texted nobody (SPEC "Audit").
+		RowsPerSubjectMinute int `toml:"rows_per_subject_minute"`
+		RefusalRowsPerSecond int `toml:"refusal_rows_per_second"`
 	} `toml:"audit"`
 	Phone struct {
 		DefaultRegion    string   `toml:"default_region"`
@@ -467,6 +471,12 @@ func (c *Config) validate() error {
 	}
 	if c.Audit.PartitionsAhead < 1 || c.Audit.PartitionsAhead > 24 {
 		return fmt.Errorf("audit.partitions_ahead: want 1 to 24 months, got %d", c.Audit.PartitionsAhead)
+	}
+	if c.Audit.RowsPerSubjectMinute < 1 {
+		return fmt.Errorf("audit.rows_per_subject_minute: want at least 1, got %d", c.Audit.RowsPerSubjectMinute)
+	}
+	if c.Audit.RefusalRowsPerSecond < 1 {
+		return fmt.Errorf("audit.refusal_rows_per_second: want at least 1, got %d", c.Audit.RefusalRowsPerSecond)
 	}
 	c.Phone.DefaultRegion = strings.ToUpper(c.Phone.DefaultRegion)
 	if !phonenumbers.GetSupportedRegions()[c.Phone.DefaultRegion] {

@@ -161,6 +161,8 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"bad window", "[[limits.phone]]\nwindow = \"1 minute\"\nmax = 1\n", "limits.phone[0].window: not a duration"},
 		{"bad second window", "[[limits.ip]]\nwindow = \"1m\"\nmax = 1\n[[limits.ip]]\nwindow = \"10 min\"\nmax = 2\n", "limits.ip[1].window"},
 		{"bad days", "[audit]\nretention = \"ninety d\"\n", "audit.retention"},
+		{"no rows per subject", "[audit]\nrows_per_subject_minute = 0\n", "audit.rows_per_subject_minute"},
+		{"no refusal rows", "[audit]\nrefusal_rows_per_second = -1\n", "audit.refusal_rows_per_second"},
 		{"cors path", "[server]\ncors_origins = [\"https://a.example/signup\"]\n", "server.cors_origins[0]"},
 		{"cors no scheme", "[server]\ncors_origins = [\"a.example\"]\n", "server.cors_origins[0]"},
 		{"cors wildcard among others", "[server]\ncors_origins = [\"https://a.example\", \"*\"]\n", "server.cors_origins[1]"},

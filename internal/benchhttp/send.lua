@@ -1,7 +1,10 @@
 -- wrk script for POST /v1/otp/send (and the baselines, which take the same
--- requests). Arguments: path, mode ("fresh": a new valid US number from a new
--- client address every request; "hot": one number from one address), and a
--- base that keeps each round's numbers apart.
+-- requests). Arguments: path, mode, and a base that keeps each round's
+-- numbers apart. Modes: "fresh": a new valid US number from a new client
+-- address every request; "hot": one number from one address; and the flood
+-- shapes of BenchmarkFlood, "bad-numbers": a number that cannot parse from a
+-- new address every request, "pumped-block": a number of one Latvian block
+-- of 100 (+371200000NN) from a new address every request.
 local threads = {}
 
 function setup(thread)
@@ -21,10 +24,15 @@ function request()
   n = n + 1
   local i = base + tid * 1000000 + n
   local phone, ip
+  local fresh = string.format("10.%d.%d.%d", math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256)
   if mode == "fresh" then
     local area = areas[math.floor(i / 8000000) % 10 + 1]
     phone = string.format("+1%s%03d%04d", area, 200 + math.floor(i / 10000) % 800, i % 10000)
-    ip = string.format("10.%d.%d.%d", math.floor(i / 65536) % 256, math.floor(i / 256) % 256, i % 256)
+    ip = fresh
+  elseif mode == "bad-numbers" then
+    phone, ip = "+1000", fresh
+  elseif mode == "pumped-block" then
+    phone, ip = string.format("+371200000%02d", i % 100), fresh
   else
     phone = string.format("+1650253%04d", base % 10000)
     ip = string.format("192.0.2.%d", base % 250 + 1)

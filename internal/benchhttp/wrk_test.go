@@ -63,7 +63,10 @@ func BenchmarkWrk(b *testing.B) {
 
 	rdb, prefix := testenv.Redis(b)
 	dsn := testenv.MigratedDatabase(b)
-	smsgwURL := startSmsgw(b, prefix+"smsgw:", dsn)
+	// The pumping rules in shadow mode: every request texts a fresh number
+	// nobody verifies, which enforce mode exists to refuse; shadow runs the
+	// same Redis script.
+	smsgwURL := startSmsgw(b, prefix+"smsgw:", dsn, "[pumping]\nmode = \"shadow\"\n")
 	baseURL := startBaselines(b, rdb, prefix+"bare:", dsn)
 	script, err := filepath.Abs("send.lua")
 	if err != nil {
@@ -260,10 +263,9 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 
 // startSmsgw builds the binary and runs it with the shipped defaults, except
 // the addresses, its own key prefix and database, loopback trusted as a
-// proxy (so X-Forwarded-For names the fresh clients), and the pumping rules
-// in shadow mode: every request texts a fresh number nobody verifies, which
-// enforce mode exists to refuse; shadow runs the same Redis script.
-func startSmsgw(b *testing.B, prefix, dsn string) string {
+// proxy (so X-Forwarded-For names the fresh clients), the fake provider
+// (the defaults name none), and the keys of overrides (TOML).
+func startSmsgw(b *testing.B, prefix, dsn, overrides string) string {
 	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "smsgw")
@@ -283,11 +285,10 @@ key_prefix = %q
 url = %q
 [audit]
 spool_dir = %q
-[pumping]
-mode = "shadow"
 [sender]
 provider = "fake"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
+	cfg = mergeTOML(cfg, overrides)
 	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.
 	// '[pumping]\nmode = "off"'.
 	if extra := os.Getenv("SMSGW_BENCH_CONFIG"); extra != "" {
@@ -346,9 +347,11 @@ func serve(b *testing.B, bin, path, addr string) string {
 // POST /redis does one Redis round trip and answers 202 JSON, what any
 // handler on this stack that touches Redis costs at least; POST /refuse
 // answers 429 JSON with Retry-After, what any refusal costs at least; POST
-// /refuse-audited first makes one audit row durable through smsgw's own
-// writer (group commit into the same Postgres database), what any refusal
-// that keeps the SPEC's row costs at least: the floor of the refused path.
+// /refuse-audited first notes its audit record through smsgw's own writer
+// (its own row until the subject's share, then a count on the subject's
+// rollup, written every second into the same Postgres database), what any
+// refusal that keeps the SPEC's record costs at least: the floor of the
+// refused path.
 // POST /redis-audited is /redis with a send's two audit writes around it (a
 // durable "sending" row, then its final outcome), what any accepted send
 // that keeps the SPEC's rows costs at least before it decides anything.
@@ -363,6 +366,7 @@ func startBaselines(b *testing.B, rdb *redis.Client, prefix, dsn string) string 
 		b.Fatal(err)
 	}
 	rows.SetPostgresReady(true)
+	go rows.Run(context.Background()) // Close ends it and waits
 	b.Cleanup(func() {
 		rows.Close(context.Background())
 		pool.Close()
@@ -399,9 +403,7 @@ func startBaselines(b *testing.B, rdb *redis.Client, prefix, dsn string) string 
 		return nil
 	})
 	e.POST("/refuse-audited", func(c echo.Context) error {
-		if err := rows.Record(c.Request().Context(), row(otp.ERateLimited)); err != nil {
-			return err
-		}
+		rows.Note(row(otp.ERateLimited), "phone:+14155550100")
 		return refuse(c)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -67,6 +67,7 @@ type discard struct{}
 
 func (discard) Record(context.Context, otp.AuditEvent) error { return nil }
 func (discard) Finish(otp.AuditEvent)                        {}
+func (discard) Note(otp.AuditEvent, string)                  {}
 func (discard) Accepting() error                             { return nil }
 
 // New builds and runs a service on the test Redis (skipped or failed, per
