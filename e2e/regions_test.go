@@ -166,7 +166,7 @@ func total(got map[string]map[int]int, status int) int {
 	return n
 }
 
-// texted counts the texts every region's fake provider took for phone.
+// textsTo counts the texts every region's fake provider took for phone.
 func textsTo(t *testing.T, procs []*process, phone string) int {
 	t.Helper()
 	n := 0
