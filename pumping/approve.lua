@@ -1,18 +1,23 @@
--- Credits an approved code to the subjects its text was counted in, once.
+-- Credits an approved code to the subjects its text was counted in, once,
+-- and records the number as a returning user.
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
---          its ranges, then its country and the country's pending set; for
---          the caller group, its networks
+--          its ranges, then its country (when ARGV[7] says so) and the
+--          phone's returning block; for the caller group, its networks
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  nb: buckets in the window
 -- ARGV[4]  the phone (E.164)
 -- ARGV[5]  "d" for the destination group, "n" for the caller group
+-- ARGV[6]  the destination country: a network keeps the country of its
+--          last approval, for the positive signal (see decide.lua)
+-- ARGV[7]  "tail ms has_country": the phone's field in its returning block,
+--          how long the block keeps it (0: no returning record), and 1
+--          when the keys hold a country
 --
--- An approval counts in the current bucket. A country's text approved after
--- its grace ran out stays counted unverified (the approval still raises the
--- country's budget): a late code is rare, and undoing it in the bucket it
--- matured in would need a record of that bucket per text.
+-- An approval counts in the current bucket. The country is credited only
+-- when the phone's text was counted in it (it carried no sign of a real
+-- user, record field u).
 -- Returns {credited, network id}: credited 0 when the phone has no record
 -- of a counted text or was already approved (the caller group is then not
 -- credited either).
@@ -33,7 +38,7 @@ local learned = 15 * bucket * nb
 -- expiry when the key would keep its learned baseline less than `learned`
 -- less a bucket. x, the key's expiry as this script and decide.lua last set
 -- it, spares a PTTL call (see decide.lua).
-local function credit(key)
+local function credit(key, extra)
   local v = redis.call('HMGET', key, 'b', 'a' .. cur, 'A', 'd' .. day, 'x')
   local f = {'a' .. cur, (tonumber(v[2]) or 0) + 1, 'A', (tonumber(v[3]) or 0) + 1, 'd' .. day, (tonumber(v[4]) or 0) + 1}
   if v[1] == false then f[#f + 1], f[#f + 2] = 'b', oldest end
@@ -45,22 +50,34 @@ local function credit(key)
   local refresh = x == nil or x - now < learned - bucket
   if refresh then x = now + learned end
   if x ~= tonumber(v[5]) then f[#f + 1], f[#f + 2] = 'x', x end
+  if extra then f[#f + 1], f[#f + 2] = 'hc', extra end
   redis.call('HSET', key, unpack(f))
   if refresh then redis.call('PEXPIRE', key, learned) end
 end
 
 if ARGV[5] == 'n' then
-  for i = 1, #KEYS do credit(KEYS[i]) end
+  for i = 1, #KEYS do credit(KEYS[i], ARGV[6]) end
   return {1, ''}
 end
 
-local rec = KEYS[1]
-local r = redis.call('HMGET', rec, 'h', 'v', 'n')
+local tail, keepms, hasc = string.match(ARGV[7], '(%d*) (%d+) (%d)')
+keepms = tonumber(keepms)
+local rec, ret = KEYS[1], KEYS[#KEYS]
+if hasc == '1' and keepms > 0 and tail ~= '' then
+  -- A returning user whatever the record says: the code was approved.
+  redis.call('HSET', ret, tail, math.floor(now / 86400000))
+  redis.call('PEXPIRE', ret, keepms)
+end
+local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u')
 local h = tonumber(r[1])
 if h == nil or h < oldest or r[2] then
   return {0, ''}
 end
 redis.call('HSET', rec, 'v', 1)
-redis.call('ZREM', KEYS[#KEYS], phone)
-for i = 2, #KEYS - 1 do credit(KEYS[i]) end
+local last = #KEYS - 1
+if hasc == '1' then
+  last = #KEYS - 2
+  if r[4] then credit(KEYS[#KEYS - 1]) end
+end
+for i = 2, last do credit(KEYS[i]) end
 return {1, r[3] or ''}

@@ -8,7 +8,8 @@
 -- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
 -- ARGV[4]  1 when KEYS[1] is the phone's record
 -- ARGV[5]  number of subjects; then per subject: kind, amount (the price
---          for "m", else ignored)
+--          for "m"; for "c" 1 when decide.lua counted the phone in the
+--          country, else 0; else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
 local n = tonumber(ARGV[5])
 local ki, ai = 1, 6
@@ -22,10 +23,13 @@ for i = 1, n do
   ai = ai + 2
   local key = KEYS[ki]
   ki = ki + 1
+  local take = kind ~= 'r' or new
   if kind == 'c' then
-    if new then redis.call('ZREM', KEYS[ki], phone) end
-    ki = ki + 1
-  elseif kind ~= 'r' or new then
+    ki = ki + 1 -- the returning block: an approval's, nothing to take back
+    take = amount == 1
+    if take and rec ~= nil and not new then redis.call('HDEL', rec, 'u') end
+  end
+  if take then
     if kind ~= 'm' then amount = 1 end
     -- Only a bucket still in the window holds the count to take back.
     if redis.call('HEXISTS', key, 's' .. x) == 1 then

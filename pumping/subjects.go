@@ -16,10 +16,14 @@ type subject struct {
 	// id names it to people and in the hold cache: "+4479111234xx",
 	// "GB", "2001:db8:1::/48", "spend".
 	id string
-	// key is its Redis hash; pend, for a country, its pending set.
-	key, pend string
-	floor     int
-	price     int64
+	// key is its Redis hash; ret, for a country, the hash of the returning
+	// numbers of the phone's block (see returningBlock).
+	key, ret string
+	floor    int
+	price    int64
+	// signal marks a network level whose own approvals are a sign of real
+	// users (IPv4 /24 and /16, IPv6 /48 and /32).
+	signal bool
 }
 
 // group is a set of subjects sharing one hash tag, so one script call can
@@ -37,7 +41,7 @@ func (g *group) keys() []string {
 	for _, s := range g.subjects {
 		keys = append(keys, s.key)
 		if s.kind == 'c' {
-			keys = append(keys, s.pend)
+			keys = append(keys, s.ret)
 		}
 	}
 	return keys
@@ -72,10 +76,21 @@ func (g *Guard) destination(p otp.Phone) group {
 			id: "+" + block + strings.Repeat("x", drop), key: tag + "r:" + block})
 	}
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
+		block, _ := returningBlock(p)
 		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
-			key: tag + "c", pend: tag + "pend"})
+			key: tag + "c", ret: tag + "v:" + block})
 	}
 	return out
+}
+
+// returningBlock splits a number into the block of 10,000 whose hash keeps
+// its approvals (field: the last four digits, value: the day of the last
+// approval): a compact, expiring record of returning users, under the
+// country's hash tag so a send reads it in the same call.
+func returningBlock(p otp.Phone) (block, tail string) {
+	d := p.E164[1:]
+	cut := max(len(d)-4, 0)
+	return d[:cut], d[cut:]
 }
 
 // callingCodeLen is the length of the number's country calling code.
@@ -86,6 +101,21 @@ func callingCodeLen(p otp.Phone) int {
 	return 1
 }
 
+// netLevel is one level of the network hierarchy, widest first.
+type netLevel struct {
+	rule   string
+	bits   int
+	signal bool
+}
+
+// The levels the network rules count. The coarse ones (IPv4 /16, IPv6 /32:
+// an ISP's or carrier's allocation) catch an attacker rotating over a whole
+// allocation; /24 and coarser are also positive signals when they approve.
+var (
+	ipv4Levels = []netLevel{{RuleNet16, 16, true}, {RuleNet24, 24, true}, {RuleNet32, 32, false}}
+	ipv6Levels = []netLevel{{RuleNet6x32, 32, true}, {RuleNet48, 48, true}, {RuleNet56, 56, false}, {RuleNet64, 64, false}}
+)
+
 // caller lists the client's networks, under the hash tag of the widest one
 // (every narrower network of an address lies inside it).
 func (g *Guard) caller(ip netip.Addr) group {
@@ -93,20 +123,9 @@ func (g *Guard) caller(ip netip.Addr) group {
 	if !ip.IsValid() {
 		return group{}
 	}
-	var levels []struct {
-		rule string
-		bits int
-	}
+	levels := ipv6Levels
 	if ip.Is4() {
-		levels = []struct {
-			rule string
-			bits int
-		}{{RuleNet24, 24}, {RuleNet32, 32}}
-	} else {
-		levels = []struct {
-			rule string
-			bits int
-		}{{RuleNet48, 48}, {RuleNet56, 56}, {RuleNet64, 64}}
+		levels = ipv4Levels
 	}
 	widest, _ := ip.Prefix(levels[0].bits)
 	tag := g.prefix + "pump:{n:" + widest.String() + "}:"
@@ -118,10 +137,11 @@ func (g *Guard) caller(ip netip.Addr) group {
 		}
 		p, _ := ip.Prefix(l.bits)
 		id := p.String()
-		if l.bits == 32 {
+		if ip.Is4() && l.bits == 32 {
 			id = ip.String()
 		}
-		out.subjects = append(out.subjects, subject{rule: l.rule, kind: 'n', floor: floor, id: id, key: tag + strconv.Itoa(l.bits) + ":" + id})
+		out.subjects = append(out.subjects, subject{rule: l.rule, kind: 'n', floor: floor, id: id, signal: l.signal,
+			key: tag + strconv.Itoa(l.bits) + ":" + id})
 	}
 	return out
 }
@@ -154,11 +174,23 @@ func scope(rule string) string {
 	switch {
 	case strings.HasPrefix(rule, "range_"):
 		return "range"
-	case strings.HasPrefix(rule, "net_"):
+	case strings.HasPrefix(rule, "net_"), strings.HasPrefix(rule, "net6_"):
 		return "network"
 	case strings.HasPrefix(rule, "spend"):
 		return "spend"
 	default:
 		return rule
 	}
+}
+
+// signalKey names the caller's narrowest network whose approvals are a
+// positive signal (IPv4 /24, IPv6 /48), for the Cluster's memory of it.
+func signalKey(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	bits := 48
+	if ip.Is4() {
+		bits = 24
+	}
+	p, _ := ip.Prefix(bits)
+	return p.String()
 }
