@@ -3,24 +3,27 @@
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
 --          its ranges, then its country (when ARGV[7] says so) and the
---          phone's returning block; for the caller group, its networks
+--          phone's returning block; for the caller group, its networks and
+--          the country ledgers of its signal levels (see decide.lua), those
+--          only for a number's first approval of the day: an attacker's few
+--          numbers of its own, verified again and again, earn its networks
+--          little trust
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  nb: buckets in the window
 -- ARGV[4]  the phone (E.164)
 -- ARGV[5]  "d" for the destination group, "n" for the caller group
--- ARGV[6]  the destination country: a network keeps the country of its
---          last approval, for the positive signal (see decide.lua)
--- ARGV[7]  "tail ms has_country": the phone's field in its returning block,
+-- ARGV[6]  "tail ms has_country": the phone's field in its returning block,
 --          how long the block keeps it (0: no returning record), and 1
 --          when the keys hold a country
 --
 -- An approval counts in the current bucket. The country is credited only
 -- when the phone's text was counted in it (it carried no sign of a real
 -- user, record field u).
--- Returns {credited, network id}: credited 0 when the phone has no record
--- of a counted text or was already approved (the caller group is then not
--- credited either).
+-- Returns {credited, network id, first}: credited 0 when the phone has no
+-- record of a counted text or was already approved (the caller group is
+-- then not credited either); first 1 when the number had no approval
+-- earlier the same day.
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -38,7 +41,7 @@ local learned = 15 * bucket * nb
 -- expiry when the key would keep its learned baseline less than `learned`
 -- less a bucket. x, the key's expiry as this script and decide.lua last set
 -- it, spares a PTTL call (see decide.lua).
-local function credit(key, extra)
+local function credit(key)
   local v = redis.call('HMGET', key, 'b', 'a' .. cur, 'A', 'd' .. day, 'x')
   local f = {'a' .. cur, (tonumber(v[2]) or 0) + 1, 'A', (tonumber(v[3]) or 0) + 1, 'd' .. day, (tonumber(v[4]) or 0) + 1}
   if v[1] == false then f[#f + 1], f[#f + 2] = 'b', oldest end
@@ -50,28 +53,30 @@ local function credit(key, extra)
   local refresh = x == nil or x - now < learned - bucket
   if refresh then x = now + learned end
   if x ~= tonumber(v[5]) then f[#f + 1], f[#f + 2] = 'x', x end
-  if extra then f[#f + 1], f[#f + 2] = 'hc', extra end
   redis.call('HSET', key, unpack(f))
   if refresh then redis.call('PEXPIRE', key, learned) end
 end
 
 if ARGV[5] == 'n' then
-  for i = 1, #KEYS do credit(KEYS[i], ARGV[6]) end
-  return {1, ''}
+  for i = 1, #KEYS do credit(KEYS[i]) end
+  return {1, '', 0}
 end
 
-local tail, keepms, hasc = string.match(ARGV[7], '(%d*) (%d+) (%d)')
+local tail, keepms, hasc = string.match(ARGV[6], '(%d*) (%d+) (%d)')
 keepms = tonumber(keepms)
 local rec, ret = KEYS[1], KEYS[#KEYS]
+local first = 1
 if hasc == '1' and keepms > 0 and tail ~= '' then
   -- A returning user whatever the record says: the code was approved.
-  redis.call('HSET', ret, tail, math.floor(now / 86400000))
+  local today = math.floor(now / 86400000)
+  if tonumber(redis.call('HGET', ret, tail)) == today then first = 0 end
+  redis.call('HSET', ret, tail, today)
   redis.call('PEXPIRE', ret, keepms)
 end
 local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u')
 local h = tonumber(r[1])
 if h == nil or h < oldest or r[2] then
-  return {0, ''}
+  return {0, '', first}
 end
 redis.call('HSET', rec, 'v', 1)
 local last = #KEYS - 1
@@ -80,4 +85,4 @@ if hasc == '1' then
   if r[4] then credit(KEYS[#KEYS - 1]) end
 end
 for i = 2, last do credit(KEYS[i]) end
-return {1, r[3] or ''}
+return {1, r[3] or '', first}

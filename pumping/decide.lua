@@ -14,7 +14,6 @@
 --   s<x>     texts counted in bucket x; a<x> codes approved in bucket x
 --   d<day>   codes approved in window-long "day" `day`
 --   pk, pd   the largest d over the 14 days before pd (the learned baseline)
---   hc       (networks) the country of the network's last approval
 -- A subject's unverified texts are U = S - A, counted the moment a text is
 -- sent (an approval gives it back), and its budget is
 --   floor + ratio * max(A, hour_factor * approvals in the last hour, pk)
@@ -26,8 +25,9 @@
 -- returning number (it approved a code within the last `returning` days,
 -- kept in a hash per block of 10,000 numbers), or a caller network (IPv4
 -- /24 or /16, IPv6 /48 or /32) whose own codes to this country are approved
--- (at least one approval, unverified at most half its approvals, over the
--- window and over the last hour). Those texts are also held to a short
+-- (its ledger of texts to the country: at least one approval, unverified
+-- at most half its approvals plus one, over the window and over the last
+-- hour; and none of those levels worse). Those texts are also held to a short
 -- horizon: unverified texts of the last hour at most floor + ratio * the
 -- hour's approvals, so a surge nobody verifies counts at once. A country
 -- over either budget is restricted for `restrict_ms`: sends without a sign
@@ -49,14 +49,15 @@
 -- ARGV[8]  the phone (E.164), for the record
 -- ARGV[9]  the caller's network id, kept in the phone's record so that an
 --          approval credits the networks that asked for the text
--- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[15]
+-- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[14]
 --   kind "r" range:   counts distinct phones (the record says whether this
 --                     phone is already counted); p1 floor.       keys: 1
 --   kind "c" country: counts distinct phones without a sign of a real
 --                     user; p1 floor.                            keys: 2
 --                     (the country hash, the phone's returning block)
---   kind "n" network: counts every text; p1 floor; p2 "1" when the level
---                     is a positive signal.                      keys: 1
+--   kind "n" network: counts every text; p1 floor.               keys: 1
+--   kind "N" network, a signal level: as "n", and its ledger of texts to
+--                     the destination country.                   keys: 2
 --   kind "m" money:   the spend ledger; p1 the text's price (micro-units),
 --                     p2 "hour_budget day_budget" (0: none).     keys: 1
 -- ARGV[11] 1 when KEYS[1] is the phone's record (the destination group, even
@@ -73,8 +74,7 @@
 --          the caller's own call reported it (Cluster); "?" not known yet
 --          (Cluster: a restricted country's refusal then says so, verdict 3,
 --          and writes nothing, so the service asks again with the answer)
--- ARGV[14] the destination country (for the networks' signal)
--- ARGV[15] the phone's last four digits (its field in the returning block),
+-- ARGV[14] the phone's last four digits (its field in the returning block),
 --          then the days a returning number's approval counts: "tail days"
 --
 -- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new,
@@ -101,8 +101,8 @@ local bucket, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, ratio, hourf = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local restrict, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]
 local probe = tonumber(ARGV[12]) or 0
-local netsig, country = ARGV[13], ARGV[14]
-local tail, retdays = string.match(ARGV[15], '(%d*) (%d+)')
+local netsig = ARGV[13]
+local tail, retdays = string.match(ARGV[14], '(%d*) (%d+)')
 retdays = tonumber(retdays) or 0
 local cur = math.floor(now / bucket)
 local frac = (now % bucket) / bucket
@@ -119,10 +119,10 @@ local keep = 2 * window
 -- approve.lua last set it (so a send costs no PTTL call).
 local function load(key, learn)
   local v = redis.call('HMGET', key, 'b', 'S', 'A', 'pk', 'pd', 'a' .. cur, 'a' .. (cur - 1),
-    's' .. cur, 's' .. (cur - 1), 'x', 'pr', 'rx', 'hc')
+    's' .. cur, 's' .. (cur - 1), 'x', 'pr', 'rx')
   local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[4]) or 0,
     scur = tonumber(v[8]) or 0, sprev = tonumber(v[9]) or 0, x = tonumber(v[10]), pr = tonumber(v[11]),
-    rx = tonumber(v[12]), hc = v[13], new = v[1] == false}
+    rx = tonumber(v[12]), new = v[1] == false}
   local b = tonumber(v[1])
   if b == nil then
     b = oldest
@@ -204,7 +204,7 @@ local function wait(key, u, budget, b, counted_is_u)
 end
 
 local n = tonumber(ARGV[10])
-local ki, ai = 1, 16
+local ki, ai = 1, 15
 local rec, counted, verified, recu, stale = nil, false, false, false, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
@@ -225,6 +225,9 @@ for i = 1, n do
   if sb.kind == 'c' then
     sb.ret = KEYS[ki]
     ki = ki + 1
+  elseif sb.kind == 'N' then
+    sb.sub = KEYS[ki]
+    ki = ki + 1
   end
   subj[i] = sb
 end
@@ -234,6 +237,7 @@ local function get(i)
     local sb = subj[i]
     st = load(sb.key, sb.kind ~= 'm')
     st.kind = sb.kind
+    if sb.sub then st.sub = load(sb.sub, false) end
     state[i] = st
   end
   return st
@@ -243,7 +247,7 @@ end
 -- approved: some approval, at most half as many unverified over the window
 -- and over the last hour (one text of slack for the sender's own).
 local function good(st)
-  return st.A >= 1 and st.hc == country and st.S - st.A <= 0.5 * st.A + 1 and st.uh <= 0.5 * st.hour + 1
+  return st.A >= 1 and st.S - st.A <= 0.5 * st.A + 1 and st.uh <= 0.5 * st.hour + 1
 end
 
 -- callerSignal is 1 when a signal level of the caller's networks in this
@@ -251,9 +255,9 @@ end
 local function callerSignal()
   local any, ok = false, false
   for i = 1, n do
-    if subj[i].kind == 'n' and subj[i].p2 == '1' then
+    if subj[i].kind == 'N' then
       any = true
-      local st = get(i)
+      local st = get(i).sub
       if good(st) then
         ok = true
       elseif st.S - st.A > 0.5 * st.A + 1 then
@@ -353,7 +357,7 @@ for i = 1, n do
     local need = u + 1
     if kind == 'r' and counted then need = u end
     st.refuse = need > budget and mode ~= 2
-    if st.refuse and kind == 'n' and probe > 0 then
+    if st.refuse and kind ~= 'r' and probe > 0 then
       -- The probe clock starts at the first refusal.
       local last = st.pr
       if last == nil then
@@ -408,6 +412,10 @@ for i = 1, n do
   end
   if st.kind == 'c' and not skip then cnew = 1 end
   store(st, not skip)
+  if st.sub then
+    st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
+    store(st.sub, true)
+  end
   if st.kind == 'c' then
     if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
     if st.served then redis.call('HINCRBY', st.key, st.served, 1) end

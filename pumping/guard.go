@@ -155,7 +155,7 @@ func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 		// The destination group always goes: its record of the phone is
 		// how an approval finds the networks to credit.
 		out = append(out, g.destination(phone))
-		if c := g.caller(ip); len(c.subjects) > 0 {
+		if c := g.caller(ip, countryOf(phone)); len(c.subjects) > 0 {
 			out = append(out, c)
 		}
 	}
@@ -333,18 +333,18 @@ func merge(groups []group) group {
 }
 
 func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid string, mode int, signal string) (call, error) {
-	args := make([]any, 0, 15+3*len(grp.subjects))
+	args := make([]any, 0, 14+3*len(grp.subjects))
 	_, tail := returningBlock(phone)
 	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
 		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
 		ms(g.cfg.RestrictFor), phone.E164, netid, len(grp.subjects), flag(grp.record != ""), ms(g.cfg.ProbeEvery),
-		signal, countryOf(phone), tail+" "+strconv.FormatInt(int64((g.cfg.ReturningFor+24*time.Hour-1)/(24*time.Hour)), 10))
+		signal, tail+" "+strconv.FormatInt(int64((g.cfg.ReturningFor+24*time.Hour-1)/(24*time.Hour)), 10))
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':
 			args = append(args, "m", s.price, strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
 		default:
-			args = append(args, string(s.kind), s.floor, flag(s.signal))
+			args = append(args, s.arg(), s.floor, "")
 		}
 	}
 	reply, err := g.scripts.Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
@@ -398,7 +398,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 					amount = 1
 				}
 			}
-			args = append(args, string(s.kind), amount)
+			args = append(args, s.arg(), amount)
 		}
 		if err := g.scripts.Run(ctx, releaseScript, c.grp.keys(), args...).Err(); err != nil && first == nil {
 			first = fmt.Errorf("pumping: release: %w", err)
@@ -424,13 +424,13 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	d := g.destination(phone)
 	_, tail := returningBlock(phone)
 	keys, hasCountry := g.approvalKeys(d)
-	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d", countryOf(phone),
+	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d",
 		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + flag(hasCountry)}
 	reply, err := g.scripts.Run(ctx, approveScript, keys, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}
-	if len(reply) != 2 {
+	if len(reply) != 3 {
 		return fmt.Errorf("pumping: approve: unexpected reply %v", reply)
 	}
 	netid, _ := reply[1].(string)
@@ -441,12 +441,24 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	if err != nil {
 		return nil // a record from another version: nothing to credit
 	}
-	c := g.caller(ip)
+	c := g.caller(ip, countryOf(phone))
 	if len(c.subjects) == 0 {
 		return nil
 	}
+	// The country ledgers of the signal levels only hear a number's first
+	// approval of the day.
+	first, _ := reply[2].(int64)
+	nkeys := make([]string, 0, 2*len(c.subjects))
+	for _, s := range c.subjects {
+		nkeys = append(nkeys, s.key)
+	}
+	for _, s := range c.subjects {
+		if s.sub != "" && first == 1 {
+			nkeys = append(nkeys, s.sub)
+		}
+	}
 	args[4] = "n"
-	if err := g.scripts.Run(ctx, approveScript, c.keys(), args...).Err(); err != nil {
+	if err := g.scripts.Run(ctx, approveScript, nkeys, args...).Err(); err != nil {
 		return fmt.Errorf("pumping: approve networks: %w", err)
 	}
 	return nil

@@ -7,7 +7,8 @@
 -- ARGV[2]  the phone (E.164)
 -- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
 -- ARGV[4]  1 when KEYS[1] is the phone's record
--- ARGV[5]  number of subjects; then per subject: kind, amount (the price
+-- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
+--          its country ledger: two keys), amount (the price
 --          for "m"; for "c" 1 when decide.lua counted the phone in the
 --          country, else 0; else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
@@ -24,6 +25,11 @@ for i = 1, n do
   local key = KEYS[ki]
   ki = ki + 1
   local take = kind ~= 'r' or new
+  local sub = nil
+  if kind == 'N' then
+    sub = KEYS[ki]
+    ki = ki + 1
+  end
   if kind == 'c' then
     ki = ki + 1 -- the returning block: an approval's, nothing to take back
     take = amount == 1
@@ -32,9 +38,11 @@ for i = 1, n do
   if take then
     if kind ~= 'm' then amount = 1 end
     -- Only a bucket still in the window holds the count to take back.
-    if redis.call('HEXISTS', key, 's' .. x) == 1 then
-      redis.call('HINCRBY', key, 's' .. x, -amount)
-      redis.call('HINCRBY', key, 'S', -amount)
+    for _, k in ipairs({key, sub}) do
+      if redis.call('HEXISTS', k, 's' .. x) == 1 then
+        redis.call('HINCRBY', k, 's' .. x, -amount)
+        redis.call('HINCRBY', k, 'S', -amount)
+      end
     end
   end
 end

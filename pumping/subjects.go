@@ -21,9 +21,21 @@ type subject struct {
 	key, ret string
 	floor    int
 	price    int64
-	// signal marks a network level whose own approvals are a sign of real
-	// users (IPv4 /24 and /16, IPv6 /48 and /32).
-	signal bool
+	// sub, for a network level whose approvals are a sign of real users
+	// (IPv4 /24 and /16, IPv6 /48 and /32), is the hash counting its texts
+	// to the phone's country and their approvals: the sign is per country,
+	// so a network whose users verify codes to one country lends no trust
+	// to its texts to another.
+	sub string
+}
+
+// arg is the subject's kind as the scripts read it: "N" is a network with
+// a country ledger (two keys).
+func (s subject) arg() string {
+	if s.sub != "" {
+		return "N"
+	}
+	return string(s.kind)
 }
 
 // group is a set of subjects sharing one hash tag, so one script call can
@@ -42,6 +54,9 @@ func (g *group) keys() []string {
 		keys = append(keys, s.key)
 		if s.kind == 'c' {
 			keys = append(keys, s.ret)
+		}
+		if s.sub != "" {
+			keys = append(keys, s.sub)
 		}
 	}
 	return keys
@@ -117,8 +132,9 @@ var (
 )
 
 // caller lists the client's networks, under the hash tag of the widest one
-// (every narrower network of an address lies inside it).
-func (g *Guard) caller(ip netip.Addr) group {
+// (every narrower network of an address lies inside it); the signal levels
+// carry their ledger of texts to country.
+func (g *Guard) caller(ip netip.Addr, country string) group {
 	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
 		return group{}
@@ -140,8 +156,11 @@ func (g *Guard) caller(ip netip.Addr) group {
 		if ip.Is4() && l.bits == 32 {
 			id = ip.String()
 		}
-		out.subjects = append(out.subjects, subject{rule: l.rule, kind: 'n', floor: floor, id: id, signal: l.signal,
-			key: tag + strconv.Itoa(l.bits) + ":" + id})
+		s := subject{rule: l.rule, kind: 'n', floor: floor, id: id, key: tag + strconv.Itoa(l.bits) + ":" + id}
+		if l.signal {
+			s.sub = s.key + ":" + country
+		}
+		out.subjects = append(out.subjects, s)
 	}
 	return out
 }
