@@ -2,12 +2,9 @@
 -- and records the number as a returning user.
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
---          its ranges, then its country (when ARGV[7] says so) and the
---          phone's returning block; for the caller group, its networks and
---          the country ledgers of its signal levels (see decide.lua), those
---          only for a number's first approval of the day: an attacker's few
---          numbers of its own, verified again and again, earn its networks
---          little trust
+--          its ranges, then its country and its challenge ledger (when
+--          ARGV[6] says so) and the phone's returning block; for the caller group, its networks and
+--          the country ledgers of its signal levels (see decide.lua)
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  nb: buckets in the window
@@ -19,11 +16,11 @@
 --
 -- An approval counts in the current bucket. The country is credited only
 -- when the phone's text was counted in it (it carried no sign of a real
--- user, record field u).
--- Returns {credited, network id, first}: credited 0 when the phone has no
--- record of a counted text or was already approved (the caller group is
--- then not credited either); first 1 when the number had no approval
--- earlier the same day.
+-- user, record field u), its challenge ledger when the text passed with a
+-- solved challenge (field k).
+-- Returns {credited, network id}: credited 0 when the phone has no record
+-- of a counted text or was already approved and texted nothing since (the
+-- caller group is then not credited either).
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -59,30 +56,37 @@ end
 
 if ARGV[5] == 'n' then
   for i = 1, #KEYS do credit(KEYS[i]) end
-  return {1, '', 0}
+  return {1, ''}
 end
 
 local tail, keepms, hasc = string.match(ARGV[6], '(%d*) (%d+) (%d)')
 keepms = tonumber(keepms)
 local rec, ret = KEYS[1], KEYS[#KEYS]
-local first = 1
 if hasc == '1' and keepms > 0 and tail ~= '' then
   -- A returning user whatever the record says: the code was approved.
-  local today = math.floor(now / 86400000)
-  if tonumber(redis.call('HGET', ret, tail)) == today then first = 0 end
-  redis.call('HSET', ret, tail, today)
+  redis.call('HSET', ret, tail, math.floor(now / 86400000))
   redis.call('PEXPIRE', ret, keepms)
 end
-local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u')
+local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u', 'w', 'k')
 local h = tonumber(r[1])
-if h == nil or h < oldest or r[2] then
-  return {0, '', first}
+if h == nil or h < oldest then
+  return {0, ''}
+end
+if r[2] then
+  -- Approved before in this window: the ranges and the country counted the
+  -- number once and were credited; a later text's networks were not.
+  if r[5] then
+    redis.call('HDEL', rec, 'w')
+    return {1, r[3] or ''}
+  end
+  return {0, ''}
 end
 redis.call('HSET', rec, 'v', 1)
 local last = #KEYS - 1
 if hasc == '1' then
-  last = #KEYS - 2
-  if r[4] then credit(KEYS[#KEYS - 1]) end
+  last = #KEYS - 3
+  if r[4] then credit(KEYS[#KEYS - 2]) end
+  if r[6] then credit(KEYS[#KEYS - 1]) end
 end
 for i = 2, last do credit(KEYS[i]) end
-return {1, r[3] or '', first}
+return {1, r[3] or ''}

@@ -122,7 +122,7 @@ func DefaultConfig() Config {
 	return Config{
 		Mode: ModeEnforce, Window: 24 * time.Hour, Floors: DefaultFloors(),
 		Ratio: 1, HourFactor: 4, Grace: 5 * time.Minute, HoldFor: 30 * time.Second, ProbeEvery: 10 * time.Minute,
-		RestrictFor: 30 * time.Minute, ReturningFor: 30 * 24 * time.Hour,
+		RestrictFor: time.Hour, ReturningFor: 30 * 24 * time.Hour,
 		Spend: Spend{Default: 0.05},
 	}
 }

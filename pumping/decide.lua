@@ -26,8 +26,8 @@
 -- kept in a hash per block of 10,000 numbers), or a caller network (IPv4
 -- /24 or /16, IPv6 /48 or /32) whose own codes to this country are approved
 -- (its ledger of texts to the country: at least one approval, unverified
--- at most half its approvals plus one, over the window and over the last
--- hour; and none of those levels worse). Those texts are also held to a short
+-- at most its approvals, over the window and over the last hour; and none
+-- of those levels worse). Those texts are also held to a short
 -- horizon: unverified texts of the last hour at most floor + ratio * the
 -- hour's approvals, so a surge nobody verifies counts at once. A country
 -- over either budget is restricted for `restrict_ms`: sends without a sign
@@ -53,8 +53,10 @@
 --   kind "r" range:   counts distinct phones (the record says whether this
 --                     phone is already counted); p1 floor.       keys: 1
 --   kind "c" country: counts distinct phones without a sign of a real
---                     user; p1 floor.                            keys: 2
---                     (the country hash, the phone's returning block)
+--                     user; p1 floor.                            keys: 3
+--                     (the country hash, its ledger of sends that
+--                     passed with a solved challenge, the phone's
+--                     returning block)
 --   kind "n" network: counts every text; p1 floor.               keys: 1
 --   kind "N" network, a signal level: as "n", and its ledger of texts to
 --                     the destination country.                   keys: 2
@@ -88,8 +90,9 @@
 -- subject has room again if nothing is approved meanwhile. near is the
 -- subject closest to its budget (0 when all are under half), for the
 -- operators' "near their budgets" list. signal is the caller networks'
--- signal for the country (1 good, 0 none, -1 not asked), cnew 1 when the
--- country counted the phone anew (a release takes it back).
+-- signal for the country (1 good, 0 none, -1 not asked), cnew what the
+-- country counted anew (a release takes it back): 1 the phone, 2 the
+-- challenge ledger's, 3 both.
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -205,16 +208,17 @@ end
 
 local n = tonumber(ARGV[10])
 local ki, ai = 1, 15
-local rec, counted, verified, recu, stale = nil, false, false, false, false
+local rec, counted, verified, recu, reck, stale = nil, false, false, false, false, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
   ki = 2
-  local r = redis.call('HMGET', rec, 'h', 'v', 'u')
+  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k')
   local h = tonumber(r[1])
   counted = h ~= nil and h >= oldest
   verified = r[2] ~= false
   recu = counted and r[3] ~= false
-  stale = not counted and r[3] ~= false
+  reck = counted and r[4] ~= false
+  stale = not counted and (r[3] ~= false or r[4] ~= false)
 end
 -- The subjects, read lazily: a country's decision reads the caller's
 -- networks before their own turn.
@@ -223,8 +227,8 @@ for i = 1, n do
   local sb = {kind = ARGV[ai], p1 = ARGV[ai + 1], p2 = ARGV[ai + 2], key = KEYS[ki]}
   ai, ki = ai + 3, ki + 1
   if sb.kind == 'c' then
-    sb.ret = KEYS[ki]
-    ki = ki + 1
+    sb.ch, sb.ret = KEYS[ki], KEYS[ki + 1]
+    ki = ki + 2
   elseif sb.kind == 'N' then
     sb.sub = KEYS[ki]
     ki = ki + 1
@@ -244,10 +248,12 @@ local function get(i)
 end
 
 -- good says whether a network level's own codes to this country are
--- approved: some approval, at most half as many unverified over the window
--- and over the last hour (one text of slack for the sender's own).
+-- approved: some approval, and at most as many texts unverified as
+-- approved over the window and over the last hour (a text of slack for
+-- the sender's own, two in the hour for codes still being typed): half its
+-- texts or more verify, as real users' do (resends included).
 local function good(st)
-  return st.A >= 1 and st.S - st.A <= 0.5 * st.A + 1 and st.uh <= 0.5 * st.hour + 1
+  return st.A >= 1 and st.S - st.A <= st.A + 1 and st.uh <= st.hour + 2
 end
 
 -- callerSignal is 1 when a signal level of the caller's networks in this
@@ -260,7 +266,7 @@ local function callerSignal()
       local st = get(i).sub
       if good(st) then
         ok = true
-      elseif st.S - st.A > 0.5 * st.A + 1 then
+      elseif st.S - st.A > st.A + 1 then
         return 0
       end
     end
@@ -319,6 +325,21 @@ for i = 1, n do
     st.sig = sig
     u = math.max(st.S - st.A, 0)
     budget = floor + ratio * math.max(st.A, hourf * st.hour, st.pk)
+    if sig == 'c' then
+      -- A solved challenge passes, within the budget its own kind earns: a
+      -- solving farm's sends are not approved, real people's are.
+      local ch = load(subj[i].ch, true)
+      st.ch = ch
+      local add = 1
+      if reck then add = 0 end
+      st.chadd = add
+      u = math.max(ch.S - ch.A, 0)
+      budget = floor + ratio * math.max(ch.A, hourf * ch.hour, ch.pk)
+      if u + add > budget then
+        st.refuse = true
+        st.retry = wait(subj[i].ch, u + add, budget + 1, ch.b, false)
+      end
+    end
     if sig == nil then
       -- A resend to a number already counted is one of u.
       local add = 1
@@ -345,8 +366,8 @@ for i = 1, n do
       end
     else
       st.add = 0
-      st.refuse = false
-      if restricted then st.served = 'n' .. sig end
+      st.refuse = st.refuse or false
+      if restricted and not st.refuse then st.served = 'n' .. sig end
     end
   else
     local S, A, b = st.S, st.A, st.b
@@ -411,6 +432,11 @@ for i = 1, n do
     st.scur, st.S = st.scur + add, st.S + add
   end
   if st.kind == 'c' and not skip then cnew = 1 end
+  if st.ch and st.chadd == 1 then
+    st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
+    store(st.ch, true)
+    cnew = cnew + 2
+  end
   store(st, not skip)
   if st.sub then
     st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
@@ -425,9 +451,13 @@ if rec ~= nil then
   local f = {'n', netid}
   if not counted then
     f[#f + 1], f[#f + 2] = 'h', cur
-    if verified or stale then redis.call('HDEL', rec, 'v', 'u') end
+    if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k') end
   end
-  if cnew == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
+  if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
+  if cnew >= 2 then f[#f + 1], f[#f + 2] = 'k', 1 end
+  -- A new code to a number already approved in the window: the networks
+  -- counted this text, so its approval is theirs to credit (approve.lua).
+  if counted and verified then f[#f + 1], f[#f + 2] = 'w', 1 end
   redis.call('HSET', rec, unpack(f))
   redis.call('PEXPIRE', rec, window)
 end

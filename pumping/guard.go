@@ -169,8 +169,8 @@ func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 type call struct {
 	grp    group
 	bucket int64
-	fresh  bool // the phone was counted anew
-	cnew   bool // the phone was counted in its country
+	fresh  bool  // the phone was counted anew
+	cnew   int64 // what the country counted anew (see decide.lua)
 	reply  []int64
 }
 
@@ -355,7 +355,7 @@ func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid st
 		reply[5] < 0 || int(reply[5]) > len(grp.subjects) || (reply[0] != verdictCounted && reply[1] == 0) {
 		return call{}, fmt.Errorf("pumping: decide: unexpected reply %v", reply)
 	}
-	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, cnew: reply[11] == 1, reply: reply}, nil
+	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, cnew: reply[11], reply: reply}, nil
 }
 
 // refusal describes the rule a call's reply names.
@@ -393,10 +393,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		for _, s := range c.grp.subjects {
 			amount := s.price
 			if s.kind == 'c' {
-				amount = 0
-				if c.cnew {
-					amount = 1
-				}
+				amount = c.cnew
 			}
 			args = append(args, s.arg(), amount)
 		}
@@ -430,7 +427,7 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}
-	if len(reply) != 3 {
+	if len(reply) != 2 {
 		return fmt.Errorf("pumping: approve: unexpected reply %v", reply)
 	}
 	netid, _ := reply[1].(string)
@@ -445,20 +442,8 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	if len(c.subjects) == 0 {
 		return nil
 	}
-	// The country ledgers of the signal levels only hear a number's first
-	// approval of the day.
-	first, _ := reply[2].(int64)
-	nkeys := make([]string, 0, 2*len(c.subjects))
-	for _, s := range c.subjects {
-		nkeys = append(nkeys, s.key)
-	}
-	for _, s := range c.subjects {
-		if s.sub != "" && first == 1 {
-			nkeys = append(nkeys, s.sub)
-		}
-	}
 	args[4] = "n"
-	if err := g.scripts.Run(ctx, approveScript, nkeys, args...).Err(); err != nil {
+	if err := g.scripts.Run(ctx, approveScript, c.keys(), args...).Err(); err != nil {
 		return fmt.Errorf("pumping: approve networks: %w", err)
 	}
 	return nil
@@ -481,7 +466,7 @@ func (g *Guard) approvalKeys(d group) ([]string, bool) {
 	}
 	for _, s := range d.subjects {
 		if s.kind == 'c' {
-			keys = append(keys, s.key)
+			keys = append(keys, s.key, s.challenged)
 		}
 	}
 	return append(keys, ret), hasCountry

@@ -322,6 +322,37 @@ func TestRestrictedCountryServesRealUsers(t *testing.T) {
 	}
 }
 
+// Solved challenges pass a country's rule within a budget of their own,
+// earned by their approvals: a solving farm's texts are never approved, a
+// person's are.
+func TestSolvedChallengesEarnTheirOwnBudget(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, func(c *Config) { only(RuleCountry, RuleRange100)(c); c.Floors[RuleCountry] = 3 }, false)
+	ctx := context.Background()
+	bypass := func(raw string) *otp.PumpingRefusal {
+		t.Helper()
+		r, err := g.Reserve(ctx, phone(t, raw), ip("198.18.0.1"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Refused
+	}
+	for i := 0; i < 3; i++ {
+		if r := bypass(fmt.Sprintf("+3712%07d", i*100_000)); r != nil {
+			t.Fatalf("solved challenge %d refused: %+v", i, r)
+		}
+	}
+	if r := bypass("+37129900000"); r == nil || r.Rule != RuleCountry {
+		t.Fatalf("a fourth solved challenge nobody verified: %+v", r)
+	}
+	if err := g.Approved(ctx, phone(t, "+37120000000")); err != nil {
+		t.Fatal(err)
+	}
+	if r := bypass("+37129900000"); r != nil {
+		t.Fatalf("refused after a solved challenge's code was approved: %+v", r)
+	}
+}
+
 func TestShadowRefusesNothing(t *testing.T) {
 	f := newFixture(t)
 	g := f.guard(t, func(c *Config) { only(RuleRange100)(c); c.Mode = ModeShadow }, false)

@@ -9,8 +9,8 @@
 -- ARGV[4]  1 when KEYS[1] is the phone's record
 -- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
 --          its country ledger: two keys), amount (the price
---          for "m"; for "c" 1 when decide.lua counted the phone in the
---          country, else 0; else ignored)
+--          for "m"; for "c" what decide.lua counted anew: 1 the country,
+--          2 its challenge ledger, 3 both; else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
 local n = tonumber(ARGV[5])
 local ki, ai = 1, 6
@@ -31,9 +31,15 @@ for i = 1, n do
     ki = ki + 1
   end
   if kind == 'c' then
-    ki = ki + 1 -- the returning block: an approval's, nothing to take back
-    take = amount == 1
-    if take and rec ~= nil and not new then redis.call('HDEL', rec, 'u') end
+    -- amount: 1 the country counted the phone, 2 its challenge ledger did
+    -- (3 both); the returning block is an approval's, nothing to take back.
+    sub = nil
+    if amount >= 2 then sub = KEYS[ki] end
+    ki = ki + 2
+    take = amount % 2 == 1
+    if amount >= 2 and not take then key, sub, take = sub, nil, true end
+    if rec ~= nil and not new and amount % 2 == 1 then redis.call('HDEL', rec, 'u') end
+    if rec ~= nil and not new and amount >= 2 then redis.call('HDEL', rec, 'k') end
   end
   if take then
     if kind ~= 'm' then amount = 1 end

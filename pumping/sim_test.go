@@ -42,12 +42,19 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 		var rows []simRow
 		start := time.Now()
 		warm := newSim(rdb, prefix+"warm:", scale, 1)
-		warm.run(nil, 24*time.Hour) // history
+		warm.run(nil, 24*time.Hour)         // history
+		only := os.Getenv("SMSGW_SIM_ONLY") // a substring of the scenarios to run, for tuning
 		for _, sc := range warmScenarios(scale) {
+			if !strings.Contains(sc.name, only) {
+				continue
+			}
 			rows = append(rows, warm.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
 		}
 		for i, sc := range coldScenarios(scale) {
+			if !strings.Contains(sc.name, only) {
+				continue
+			}
 			cold := newSim(rdb, fmt.Sprintf("%scold%d:", prefix, i), scale, uint64(2+i))
 			rows = append(rows, cold.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
@@ -340,20 +347,20 @@ const (
 
 // user is one person (or one attack attempt) and what they will do.
 type user struct {
-	phone     otp.Phone
-	ip        netip.Addr
-	attack    bool
-	own       bool // an attacker's own number, verified
-	verifies  bool
-	delay     time.Duration // from text to code typed
-	resendIn  time.Duration // 0: never
-	country   string
-	start     time.Duration // of the first send, from the period's start
+	phone    otp.Phone
+	ip       netip.Addr
+	attack   bool
+	own      bool // an attacker's own number, verified
+	verifies bool
+	delay    time.Duration // from text to code typed
+	resendIn time.Duration // 0: never
+	country  string
+	start    time.Duration // of the first send, from the period's start
 	// solves is whether they solve a bot challenge when asked: real users
 	// 97%, attack traffic 5% (a solving farm's price).
 	solves    bool
 	refusedBy string // first pumping rule that refused one of their sends
-	windowed  bool          // a window refused one of their sends
+	windowed  bool   // a window refused one of their sends
 	texts     int
 }
 
@@ -632,6 +639,8 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 
 var queueMu sync.Mutex
 
+var simDebug = os.Getenv("SMSGW_SIM_DEBUG") != ""
+
 func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 	u := e.u
 	at := e.at
@@ -640,6 +649,17 @@ func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 		v := p.decide(now, u)
 		switch {
 		case v.pumping != "":
+			if simDebug && !u.attack && u.refusedBy == "" && p.name() == "smsgw" {
+				fmt.Fprintf(os.Stderr, "refused %s %s %s texts=%d at %s\n", u.phone.E164, u.ip, v.pumping, u.texts, at)
+				g := p.(*smsgwPolicy).g
+				for _, sb := range g.caller(u.ip, u.country).subjects {
+					if sb.sub != "" {
+						m, _ := g.rdb.HGetAll(context.Background(), sb.sub).Result()
+						cur := now.UnixMilli() / 3600000
+						fmt.Fprintf(os.Stderr, "   %s S=%s A=%s s=%s,%s a=%s,%s\n", sb.id, m["S"], m["A"], m[fmt.Sprint("s", cur)], m[fmt.Sprint("s", cur-1)], m[fmt.Sprint("a", cur)], m[fmt.Sprint("a", cur-1)])
+					}
+				}
+			}
 			if u.refusedBy == "" {
 				u.refusedBy = v.pumping
 			}

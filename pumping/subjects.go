@@ -16,11 +16,12 @@ type subject struct {
 	// id names it to people and in the hold cache: "+4479111234xx",
 	// "GB", "2001:db8:1::/48", "spend".
 	id string
-	// key is its Redis hash; ret, for a country, the hash of the returning
-	// numbers of the phone's block (see returningBlock).
-	key, ret string
-	floor    int
-	price    int64
+	// key is its Redis hash; for a country, challenged is the ledger of
+	// sends that passed with a solved challenge and ret the hash of the
+	// returning numbers of the phone's block (see returningBlock).
+	key, challenged, ret string
+	floor                int
+	price                int64
 	// sub, for a network level whose approvals are a sign of real users
 	// (IPv4 /24 and /16, IPv6 /48 and /32), is the hash counting its texts
 	// to the phone's country and their approvals: the sign is per country,
@@ -53,7 +54,7 @@ func (g *group) keys() []string {
 	for _, s := range g.subjects {
 		keys = append(keys, s.key)
 		if s.kind == 'c' {
-			keys = append(keys, s.ret)
+			keys = append(keys, s.challenged, s.ret)
 		}
 		if s.sub != "" {
 			keys = append(keys, s.sub)
@@ -93,7 +94,7 @@ func (g *Guard) destination(p otp.Phone) group {
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
 		block, _ := returningBlock(p)
 		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
-			key: tag + "c", ret: tag + "v:" + block})
+			key: tag + "c", challenged: tag + "cc", ret: tag + "v:" + block})
 	}
 	return out
 }
