@@ -84,6 +84,11 @@ type Config struct {
 	// ReturningFor is how long a number that approved a code counts as a
 	// returning user.
 	ReturningFor time.Duration
+	// ChallengeBudget holds the sends that pass with a solved challenge to
+	// a budget per country that their own approvals earn, so a solving
+	// farm stops at the country's floor. Off by default: the contract says
+	// a solved challenge passes the pumping rules.
+	ChallengeBudget bool
 	// HoldFor is the longest a replica answers a refusal from memory before
 	// asking Redis again.
 	HoldFor time.Duration

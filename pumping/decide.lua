@@ -53,7 +53,8 @@
 --   kind "r" range:   counts distinct phones (the record says whether this
 --                     phone is already counted); p1 floor.       keys: 1
 --   kind "c" country: counts distinct phones without a sign of a real
---                     user; p1 floor.                            keys: 3
+--                     user; p1 floor; p2 "1" when solved
+--                     challenges are held to their ledger's budget.  keys: 3
 --                     (the country hash, its ledger of sends that
 --                     passed with a solved challenge, the phone's
 --                     returning block)
@@ -335,7 +336,7 @@ for i = 1, n do
       st.chadd = add
       u = math.max(ch.S - ch.A, 0)
       budget = floor + ratio * math.max(ch.A, hourf * ch.hour, ch.pk)
-      if u + add > budget then
+      if u + add > budget and p2 == '1' then
         st.refuse = true
         st.retry = wait(subj[i].ch, u + add, budget + 1, ch.b, false)
       end

@@ -343,6 +343,8 @@ func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid st
 		switch s.kind {
 		case 'm':
 			args = append(args, "m", s.price, strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
+		case 'c':
+			args = append(args, s.arg(), s.floor, flag(g.cfg.ChallengeBudget))
 		default:
 			args = append(args, s.arg(), s.floor, "")
 		}

@@ -322,12 +322,18 @@ func TestRestrictedCountryServesRealUsers(t *testing.T) {
 	}
 }
 
-// Solved challenges pass a country's rule within a budget of their own,
-// earned by their approvals: a solving farm's texts are never approved, a
-// person's are.
+// With challenge_budget, solved challenges pass a country's rule within a
+// budget of their own, earned by their approvals: a solving farm's texts
+// are never approved, a person's are. Without it (the default, as the
+// contract says) a solved challenge passes every pumping rule:
+// TestBypassPassesRulesButCounts.
 func TestSolvedChallengesEarnTheirOwnBudget(t *testing.T) {
 	f := newFixture(t)
-	g := f.guard(t, func(c *Config) { only(RuleCountry, RuleRange100)(c); c.Floors[RuleCountry] = 3 }, false)
+	g := f.guard(t, func(c *Config) {
+		only(RuleCountry, RuleRange100)(c)
+		c.Floors[RuleCountry] = 3
+		c.ChallengeBudget = true
+	}, false)
 	ctx := context.Background()
 	bypass := func(raw string) *otp.PumpingRefusal {
 		t.Helper()

@@ -66,7 +66,7 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 			case "smsgw":
 				worstAttack = max(worstAttack, r.attackShare())
 				worstUsers = max(worstUsers, r.attackedShare())
-			case "smsgw + challenge":
+			case "smsgw + challenge", "smsgw + challenge, budgeted":
 				worstChallenged = max(worstChallenged, r.userShare())
 			}
 		}
@@ -412,8 +412,9 @@ func newSim(rdb redis.UniversalClient, prefix string, scale float64, seed uint64
 	s := &sim{epoch: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(seed, 1)), scale: scale,
 		verified: map[string][]otp.Phone{}}
 	s.policies = []policy{
-		newSmsgw(rdb, prefix, false),
-		newSmsgw(rdb, prefix+"challenge:", true),
+		newSmsgw(rdb, prefix, false, false),
+		newSmsgw(rdb, prefix+"challenge:", true, false),
+		newSmsgw(rdb, prefix+"budgeted:", true, true),
 		&windowsOnly{w: newWindows()},
 		newCountryQuarantine(),
 		newAuthgear(),
@@ -740,21 +741,26 @@ type smsgwPolicy struct {
 	g *Guard
 	w *windows
 	// challenge: a refusal asks for a bot challenge instead, which the
-	// user solves or not (user.solves), as otp's gate does.
-	challenge bool
+	// user solves or not (user.solves), as otp's gate does; budgeted:
+	// with pumping.challenge_budget.
+	challenge, budgeted bool
 }
 
-func newSmsgw(rdb redis.UniversalClient, prefix string, challenge bool) *smsgwPolicy {
+func newSmsgw(rdb redis.UniversalClient, prefix string, challenge, budgeted bool) *smsgwPolicy {
 	cfg := DefaultConfig()
+	cfg.ChallengeBudget = budgeted
 	cfg.HoldFor = 0 // the memory of refusals is per replica; decide everything in Redis here
 	// A busy machine can stall a call past the service's 1 s: the figures,
 	// not the latency, are measured here.
 	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: time.Minute})
-	return &smsgwPolicy{g: New(rdb, prefix, cfg, Options{Clock: virtualClock, Scripts: scripts}), w: newWindows(), challenge: challenge}
+	return &smsgwPolicy{g: New(rdb, prefix, cfg, Options{Clock: virtualClock, Scripts: scripts}), w: newWindows(), challenge: challenge, budgeted: budgeted}
 }
 
 func (p *smsgwPolicy) name() string {
-	if p.challenge {
+	switch {
+	case p.budgeted:
+		return "smsgw + challenge, budgeted"
+	case p.challenge:
 		return "smsgw + challenge"
 	}
 	return "smsgw"

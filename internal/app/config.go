@@ -96,10 +96,11 @@ type Config struct {
 		HoldFor    Duration `toml:"hold_for"`
 		ProbeEvery Duration `toml:"probe_every"`
 		// RestrictFor and ReturningFor: see pumping.Config.
-		RestrictFor  Duration       `toml:"restrict_for"`
-		ReturningFor Duration       `toml:"returning_for"`
-		Floors       map[string]int `toml:"floors"`
-		Spend        struct {
+		RestrictFor     Duration       `toml:"restrict_for"`
+		ReturningFor    Duration       `toml:"returning_for"`
+		ChallengeBudget bool           `toml:"challenge_budget"`
+		Floors          map[string]int `toml:"floors"`
+		Spend           struct {
 			DefaultPrice float64            `toml:"default_price"`
 			Hour         float64            `toml:"hour"`
 			Day          float64            `toml:"day"`
@@ -163,7 +164,7 @@ func (c *Config) pumping() pumping.Config {
 	p := c.Pumping
 	return pumping.Config{Mode: p.Mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
 		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration, ProbeEvery: p.ProbeEvery.Duration,
-		RestrictFor: p.RestrictFor.Duration, ReturningFor: p.ReturningFor.Duration,
+		RestrictFor: p.RestrictFor.Duration, ReturningFor: p.ReturningFor.Duration, ChallengeBudget: p.ChallengeBudget,
 		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
 }
 
