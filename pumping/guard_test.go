@@ -733,6 +733,28 @@ func TestRealCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a restricted country serves a network that approves", func(t *testing.T) {
+		f := onCluster(t, c)
+		g := f.guard(t, func(c *Config) { only(RuleCountry, RuleNet24, RuleNet16)(c); c.Floors[RuleCountry] = 2 }, true)
+		ctx := context.Background()
+		user := phone(t, "+447400555123")
+		reserve(t, g, user, ip("203.0.113.5"))
+		if err := g.Approved(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		f.advance(2 * time.Hour)
+		for i := 0; i < 3; i++ {
+			reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
+		}
+		if r := reserve(t, g, phone(t, "+447400777777"), ip("198.18.0.1")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+			t.Fatalf("a stranger in a restricted country: %+v", r.Refused)
+		}
+		// This replica has not heard of 203.0.113.0/24 in the last minute:
+		// the destination's call asks again with the caller call's answer.
+		if r := reserve(t, g, phone(t, "+447400666555"), ip("203.0.113.77")); r.Refused != nil {
+			t.Fatalf("a new number from an approving network: %+v", r.Refused)
+		}
+	})
 	t.Run("replicas race", func(t *testing.T) {
 		f := onCluster(t, c)
 		replicas := []*Guard{f.guard(t, only(RuleRange100, RuleNet24), true), f.guard(t, only(RuleRange100, RuleNet24), true)}
