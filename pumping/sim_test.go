@@ -771,14 +771,10 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 		return verdict{window: true}
 	}
 	ctx := context.WithValue(context.Background(), simTime{}, now)
-	r, err := p.g.Reserve(ctx, u.phone, u.ip, false)
-	if err != nil {
-		panic(err)
-	}
+	var r otp.PumpingReservation
+	retried(func() (err error) { r, err = p.g.Reserve(ctx, u.phone, u.ip, false); return err })
 	if r.Refused != nil && p.challenge && r.Refused.Scope != "spend" && u.solves {
-		if r, err = p.g.Reserve(ctx, u.phone, u.ip, true); err != nil {
-			panic(err)
-		}
+		retried(func() (err error) { r, err = p.g.Reserve(ctx, u.phone, u.ip, true); return err })
 	}
 	if r.Refused != nil {
 		return verdict{pumping: r.Refused.Rule}
@@ -786,8 +782,21 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 	return verdict{}
 }
 func (p *smsgwPolicy) approved(now time.Time, u *user) {
-	if err := p.g.Approved(context.WithValue(context.Background(), simTime{}, now), u.phone); err != nil {
-		panic(err)
+	retried(func() error { return p.g.Approved(context.WithValue(context.Background(), simTime{}, now), u.phone) })
+}
+
+// retried runs f again when another test on the shared Redis flushed the
+// scripts between the batcher's reload and its second try (NOSCRIPT), and
+// panics on any other error.
+func retried(f func() error) {
+	for i := 0; ; i++ {
+		err := f()
+		if err == nil {
+			return
+		}
+		if i >= 5 || !strings.Contains(err.Error(), "NOSCRIPT") {
+			panic(err)
+		}
 	}
 }
 
