@@ -9,7 +9,10 @@ import (
 )
 
 type pumpingData struct {
-	Held, Near    []otp.PumpingHold
+	Held, Near []otp.PumpingHold
+	// Restricted are the held countries in the restricted state: they
+	// still serve the sends that carry a sign of a real user.
+	Restricted    []otp.PumpingHold
 	Overrides     []otp.Override
 	Err           string
 	ExpiryChoices []expiryChoice
@@ -26,6 +29,11 @@ func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action)
 		var err1, err2 error
 		d.Held, d.Near, err1 = c.d.Pumping.Holds(ctx)
 		d.Overrides, err2 = c.d.Pumping.ListOverrides(ctx)
+		for _, h := range d.Held {
+			if h.Restricted != nil {
+				d.Restricted = append(d.Restricted, h)
+			}
+		}
 		for _, err := range []error{err1, err2} {
 			if err != nil {
 				c.log.WarnContext(ctx, "console: pumping state unavailable", "err", err)

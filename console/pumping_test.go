@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -108,5 +109,34 @@ func TestPumpingOff(t *testing.T) {
 	p := b.post("/console/overrides", url.Values{"csrf": {csrf(t, home)}, "target": {"+23324"}, "action": {"block"}, "expires": {"1h"}})
 	if p.status != 404 {
 		t.Fatalf("override with pumping off: %d", p.status)
+	}
+}
+
+// TestPumpingRestrictedCountry: texts to a country that nobody verifies run
+// over its budget; the pumping page says since when, why, and how many
+// sends were refused and served.
+func TestPumpingRestrictedCountry(t *testing.T) {
+	r := pumpingRig(t)
+	floor := pumping.DefaultFloors()[pumping.RuleCountry]
+	for i := 0; i <= floor; i++ {
+		// Each in a block of 100,000 of its own, from a /16 of its own: only
+		// the country counts them all.
+		st := sendFrom(t, r, fmt.Sprintf("+23324%02d34567", 10+i), fmt.Sprintf("198.%d.1.1", 10+i))
+		if want := http.StatusAccepted; i == floor {
+			if st != http.StatusTooManyRequests {
+				t.Fatalf("text %d over the country's floor: %d, want 429", i, st)
+			}
+		} else if st != want {
+			t.Fatalf("text %d: %d", i, st)
+		}
+	}
+	b := r.browser(t)
+	b.signIn(token)
+	page := b.get("/console/pumping")
+	for _, want := range []string{"Restricted countries", "<code>GH</code>", fmt.Sprintf("%d unverified, %d earned (window)", floor+1, floor),
+		`<td class="num">1</td><td class="num">0</td><td class="num">0</td><td class="num">0</td>`} {
+		if !strings.Contains(page.body, want) {
+			t.Fatalf("pumping page lacks %q:\n%.6000s", want, page.body)
+		}
 	}
 }

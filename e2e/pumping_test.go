@@ -158,6 +158,91 @@ func TestPumpingAttackHeldUsersServed(t *testing.T) {
 	}
 }
 
+// usAreaCodes are area codes over the whole US, for a spread attack.
+var usAreaCodes = []int{201, 202, 203, 205, 206, 207, 208, 210, 212, 213, 214, 215, 216, 217, 218, 219, 224, 225, 228, 229,
+	231, 234, 239, 240, 248, 251, 252, 253, 254, 256, 260, 262, 267, 269, 270, 276, 281, 301, 302, 303, 304, 305, 307,
+	308, 309, 310, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 323, 325, 330, 334, 336, 337, 339, 347, 351, 352,
+	360, 361, 386, 401, 402, 404, 405, 406, 407, 408, 409, 410, 412, 413, 414, 415, 417, 419, 423, 425, 430, 432, 434,
+	435, 440, 443, 469, 478, 479, 480, 484, 501, 502, 503, 504, 505, 507, 508, 509, 510, 512, 513, 515, 516, 517, 518,
+	520, 530, 540, 541, 551, 559, 561, 562, 563, 567, 570, 571, 573, 574, 580, 585, 586, 601, 602, 603, 605, 606, 607,
+	608, 609, 610, 612, 614, 615, 616, 617, 618, 619, 620, 623, 626, 630, 631, 636, 641, 646, 650, 651, 660, 661, 662,
+	678, 701, 702, 703, 704, 706, 707, 708, 712, 713, 714, 715, 716, 717, 718, 719, 720, 724, 727, 731, 732, 734, 740,
+	754, 757, 760, 763, 765, 770, 772, 773, 774, 775, 781, 785, 786, 801, 802, 803, 804, 805, 806, 808, 810, 812, 813,
+	814, 815, 816, 817, 818, 828, 830, 831, 832, 843, 845, 847, 848, 850, 856, 857, 858, 859, 860, 862, 863, 864, 865,
+	870, 901, 903, 904, 906, 907, 908, 909, 910, 912, 913, 914, 915, 916, 917, 918, 919, 920, 925, 928, 931, 936, 937,
+	940, 941, 947, 949, 951, 952, 954, 956, 970, 971, 972, 973, 978, 979, 980, 985, 989}
+
+// A fast spread over a whole country: bots text random numbers over ~270 US
+// area codes, each request from a new IPv6 /48 of a new /32, as fast as
+// two replicas answer, while real users of the same country sign up from
+// the residential network where others verified before. No range fills and
+// no network repeats: the country's texts with no sign of a real user are
+// counted at once and hold the spread within a moment; the real users carry
+// such a sign (their network's own approvals) and are served.
+func TestPumpingSpreadOverACountryHeldUsersServed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := start(t, e, pumpingConfig), start(t, e, pumpingConfig)
+	replicas := []*process{a, b}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
+	usPhone := func(r *rand.Rand) string {
+		return fmt.Sprintf("+1%d%d%02d%04d", usAreaCodes[r.IntN(len(usAreaCodes))], 2+r.IntN(8), r.IntN(100), r.IntN(10_000))
+	}
+	home := func() string { return fmt.Sprintf("198.51.%d.%d", rng.IntN(256), 1+rng.IntN(250)) }
+	// Earlier today, people on this residential network verified.
+	for i := 0; i < 8; i++ {
+		realUser(t, replicas[i%2], usPhone(rng), home())
+	}
+
+	const attempts = 4000
+	var texted, refused, tried atomic.Int64
+	var badRefusal atomic.Value
+	var wg sync.WaitGroup
+	started := time.Now()
+	deadline := started.Add(60 * time.Second)
+	for w := 0; w < 64; w++ {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 91))
+			for tried.Add(1) <= attempts && time.Now().Before(deadline) {
+				i := r.Uint32()
+				resp := post(t, replicas[w%2].URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, usPhone(r)),
+					map[string]string{"X-Forwarded-For": fmt.Sprintf("2a%02x:%x:%x::9", 1+i%250, i>>8&0xffff, r.IntN(0x10000))})
+				switch {
+				case resp.Status == 202:
+					texted.Add(1)
+				case resp.Status == 429 && resp.ErrorField("rule") != "" && resp.Header.Get("Retry-After") != "":
+					refused.Add(1)
+				default:
+					badRefusal.Store(fmt.Sprintf("%d %s", resp.Status, resp.Raw))
+				}
+			}
+		})
+	}
+	// Real users of the same country, new numbers, during the attack.
+	served := 0
+	for i := 0; i < 20; i++ {
+		s, v := realUser(t, replicas[i%2], usPhone(rng), home())
+		served += s * v
+	}
+	wg.Wait()
+	took := time.Since(started)
+	if v := badRefusal.Load(); v != nil {
+		t.Fatalf("an attack send got an answer that is not a pumping refusal: %s", v)
+	}
+	n := texted.Load() + refused.Load()
+	if n < attempts/2 {
+		t.Fatalf("only %d attack attempts in %s", n, took)
+	}
+	if served != 20 {
+		t.Fatalf("%d of 20 real users of the attacked country were served and verified", served)
+	}
+	if texted.Load()*100 > n {
+		t.Fatalf("the spread got %d texts of %d attempts: over 1%%", texted.Load(), n)
+	}
+	t.Logf("spread: %d of %d attempts texted (%.0f a second); real users of the country: 20 of 20 served",
+		texted.Load(), n, float64(n)/took.Seconds())
+}
+
 // A held range is lifted by an operator on one replica, and the other
 // serves it again within a moment; holds are answered from memory.
 func TestPumpingLiftReachesEveryReplica(t *testing.T) {

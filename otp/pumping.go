@@ -95,6 +95,22 @@ type PumpingHold struct {
 	// Remaining is how long a hold lasts if nothing is approved, or how long
 	// a near subject stays listed.
 	Remaining time.Duration
+	// Restricted is set for a country in the restricted state.
+	Restricted *CountryRestriction
+}
+
+// CountryRestriction is a country whose texts carrying no sign of a real
+// user ran over what they earned: only sends with such a sign (a returning
+// number, an approving network, a solved challenge) are served.
+type CountryRestriction struct {
+	Since, Until time.Time
+	// Unverified and Budget are what tripped it, over the window, or over
+	// the last hour when Hour is set.
+	Unverified, Budget float64
+	Hour               bool
+	// Refused counts the sends refused (or asked for a challenge) since;
+	// the others the sends served by each sign.
+	Refused, ServedReturning, ServedNetwork, ServedChallenge int64
 }
 
 // PumpingAdmin is the operators' view of the guard: what it holds, what is

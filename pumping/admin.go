@@ -42,18 +42,22 @@ return 1`)
 func (g *Guard) adminKey() string { return g.prefix + "pump:{admin}" }
 func (g *Guard) channel() string  { return g.prefix + "pump:events" }
 
-func subjectKeys(s subject) []string {
-	if s.kind == 'c' {
-		return []string{s.key, s.pend}
-	}
-	return []string{s.key}
-}
+// subjectKeys are what a lift deletes: a country's returning users stay.
+func subjectKeys(s subject) []string { return []string{s.key} }
 
 // remember holds a refused subject in this replica's memory and lists it
 // for the operators.
 func (g *Guard) remember(ctx context.Context, r otp.PumpingRefusal, s subject) {
 	now := g.nowCtx(ctx)
-	g.holds.put(holdKey(r.Scope, r.Subject), r, now, g.cfg.HoldFor)
+	// A restricted country still serves the sends that carry a sign of a
+	// real user: only Redis can tell them, so it is never held in memory.
+	if s.kind != 'c' {
+		g.holds.put(holdKey(r.Scope, r.Subject), r, now, g.cfg.HoldFor)
+	} else if _, seen := g.nearSeen.get("h\x00"+r.Subject, now); seen {
+		return // listed a moment ago: a flood of refusals costs no extra call
+	} else {
+		g.nearSeen.put("h\x00"+r.Subject, otp.PumpingRefusal{RetryAfter: 10 * time.Second}, now, 10*time.Second)
+	}
 	e := adminEntry{Rule: r.Rule, Subject: r.Subject, Used: r.Used, Limit: r.Limit,
 		Until: now.Add(r.RetryAfter).UnixMilli(), Keys: subjectKeys(s)}
 	g.putEntry(ctx, "h\x00"+holdKey(r.Scope, r.Subject), e)
@@ -104,6 +108,11 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 		}
 		h := otp.PumpingHold{Rule: e.Rule, Subject: e.Subject, Used: e.Used, Limit: e.Limit,
 			Remaining: time.UnixMilli(e.Until).Sub(now)}
+		if e.Rule == RuleCountry && len(e.Keys) > 0 {
+			if h.Restricted, err = g.restriction(ctx, e.Keys[0], now); err != nil {
+				return nil, nil, err
+			}
+		}
 		if strings.HasPrefix(field, "h\x00") {
 			held = append(held, h)
 		} else {
@@ -180,8 +189,8 @@ func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
 	var out []liftTarget
 	switch scope(rule) {
 	case "network":
-		bits, err := strconv.Atoi(strings.TrimPrefix(rule, "net_"))
-		if err != nil {
+		bits, ok := ruleBits(rule)
+		if !ok {
 			return nil
 		}
 		addr, err := netip.ParseAddr(subject)
@@ -191,8 +200,8 @@ func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
 		if err != nil {
 			return nil
 		}
-		for _, s := range g.caller(addr).subjects {
-			if b, err := strconv.Atoi(strings.TrimPrefix(s.rule, "net_")); err == nil && b < bits {
+		for _, s := range g.caller(addr, "").subjects {
+			if b, ok := ruleBits(s.rule); ok && b < bits {
 				out = append(out, liftTarget{hold: holdKey("network", s.id), keys: []string{s.key}})
 			}
 		}
@@ -215,4 +224,25 @@ func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
 		}
 	}
 	return out
+}
+
+// restriction reads a country's restricted state from its hash (see
+// decide.lua): nil when it is not restricted now.
+func (g *Guard) restriction(ctx context.Context, key string, now time.Time) (*otp.CountryRestriction, error) {
+	v, err := g.rdb.HMGet(ctx, key, "rs", "rx", "ru", "rb", "rh", "nq", "nr", "nn", "nc").Result()
+	if err != nil {
+		return nil, fmt.Errorf("pumping: holds: %w", err)
+	}
+	n := make([]int64, len(v))
+	for i, x := range v {
+		if s, ok := x.(string); ok {
+			n[i], _ = strconv.ParseInt(s, 10, 64)
+		}
+	}
+	if n[1] <= now.UnixMilli() {
+		return nil, nil
+	}
+	return &otp.CountryRestriction{Since: time.UnixMilli(n[0]), Until: time.UnixMilli(n[1]),
+		Unverified: float64(n[2]), Budget: float64(n[3]), Hour: n[4] == 1,
+		Refused: n[5], ServedReturning: n[6], ServedNetwork: n[7], ServedChallenge: n[8]}, nil
 }

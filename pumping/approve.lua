@@ -1,21 +1,26 @@
--- Credits an approved code to the subjects its text was counted in, once.
+-- Credits an approved code to the subjects its text was counted in, once,
+-- and records the number as a returning user.
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
---          its ranges, then its country and the country's pending set; for
---          the caller group, its networks
+--          its ranges, then its country and its challenge ledger (when
+--          ARGV[6] says so) and the phone's returning block; for the caller group, its networks and
+--          the country ledgers of its signal levels (see decide.lua)
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  nb: buckets in the window
 -- ARGV[4]  the phone (E.164)
 -- ARGV[5]  "d" for the destination group, "n" for the caller group
+-- ARGV[6]  "tail ms has_country": the phone's field in its returning block,
+--          how long the block keeps it (0: no returning record), and 1
+--          when the keys hold a country
 --
--- An approval counts in the current bucket. A country's text approved after
--- its grace ran out stays counted unverified (the approval still raises the
--- country's budget): a late code is rare, and undoing it in the bucket it
--- matured in would need a record of that bucket per text.
+-- An approval counts in the current bucket. The country is credited only
+-- when the phone's text was counted in it (it carried no sign of a real
+-- user, record field u), its challenge ledger when the text passed with a
+-- solved challenge (field k).
 -- Returns {credited, network id}: credited 0 when the phone has no record
--- of a counted text or was already approved (the caller group is then not
--- credited either).
+-- of a counted text or was already approved and texted nothing since (the
+-- caller group is then not credited either).
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -54,13 +59,34 @@ if ARGV[5] == 'n' then
   return {1, ''}
 end
 
-local rec = KEYS[1]
-local r = redis.call('HMGET', rec, 'h', 'v', 'n')
+local tail, keepms, hasc = string.match(ARGV[6], '(%d*) (%d+) (%d)')
+keepms = tonumber(keepms)
+local rec, ret = KEYS[1], KEYS[#KEYS]
+if hasc == '1' and keepms > 0 and tail ~= '' then
+  -- A returning user whatever the record says: the code was approved.
+  redis.call('HSET', ret, tail, math.floor(now / 86400000))
+  redis.call('PEXPIRE', ret, keepms)
+end
+local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u', 'w', 'k')
 local h = tonumber(r[1])
-if h == nil or h < oldest or r[2] then
+if h == nil or h < oldest then
+  return {0, ''}
+end
+if r[2] then
+  -- Approved before in this window: the ranges and the country counted the
+  -- number once and were credited; a later text's networks were not.
+  if r[5] then
+    redis.call('HDEL', rec, 'w')
+    return {1, r[3] or ''}
+  end
   return {0, ''}
 end
 redis.call('HSET', rec, 'v', 1)
-redis.call('ZREM', KEYS[#KEYS], phone)
-for i = 2, #KEYS - 1 do credit(KEYS[i]) end
+local last = #KEYS - 1
+if hasc == '1' then
+  last = #KEYS - 3
+  if r[4] then credit(KEYS[#KEYS - 2]) end
+  if r[6] then credit(KEYS[#KEYS - 1]) end
+end
+for i = 2, last do credit(KEYS[i]) end
 return {1, r[3] or ''}

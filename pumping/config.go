@@ -32,8 +32,10 @@ const (
 	RuleNet64     = "net_64"
 	RuleNet56     = "net_56"
 	RuleNet48     = "net_48"
-	RuleNet32     = "net_32"
+	RuleNet6x32   = "net6_32" // an IPv6 /32: an ISP's or carrier's allocation
+	RuleNet32     = "net_32"  // one IPv4 address
 	RuleNet24     = "net_24"
+	RuleNet16     = "net_16" // an IPv4 /16
 	RuleSpendHour = "spend_1h"
 	RuleSpendDay  = "spend_24h"
 )
@@ -51,8 +53,8 @@ func DefaultFloors() map[string]int {
 	return map[string]int{
 		RuleRange100: 2, RuleRange1k: 3, RuleRange10k: 4, RuleRange100k: 8,
 		RuleCountry: 10,
-		RuleNet64:   5, RuleNet56: 8, RuleNet48: 12,
-		RuleNet32: 5, RuleNet24: 10,
+		RuleNet64:   5, RuleNet56: 8, RuleNet48: 12, RuleNet6x32: 40,
+		RuleNet32: 5, RuleNet24: 10, RuleNet16: 30,
 	}
 }
 
@@ -71,10 +73,22 @@ type Config struct {
 	// fresh deployment or a rising evening earns room as fast as it
 	// verifies.
 	HourFactor float64
-	// Grace is how long after its text a country waits for a code before it
-	// counts the text as unverified: the country rule is for slow drips, and
-	// must not count real users who are still typing.
+	// Grace is no longer used: a country counts a text at once and an
+	// approval gives it back. The key is still accepted.
 	Grace time.Duration
+	// RestrictFor is how long a country stays restricted after its texts
+	// that carry no sign of a real user last ran over their budget: while
+	// restricted, only sends with such a sign (a returning number, a
+	// caller network with approvals of its own, a solved challenge) pass.
+	RestrictFor time.Duration
+	// ReturningFor is how long a number that approved a code counts as a
+	// returning user.
+	ReturningFor time.Duration
+	// ChallengeBudget holds the sends that pass with a solved challenge to
+	// a budget per country that their own approvals earn, so a solving
+	// farm stops at the country's floor. Off by default: the contract says
+	// a solved challenge passes the pumping rules.
+	ChallengeBudget bool
 	// HoldFor is the longest a replica answers a refusal from memory before
 	// asking Redis again.
 	HoldFor time.Duration
@@ -113,6 +127,7 @@ func DefaultConfig() Config {
 	return Config{
 		Mode: ModeEnforce, Window: 24 * time.Hour, Floors: DefaultFloors(),
 		Ratio: 1, HourFactor: 4, Grace: 5 * time.Minute, HoldFor: 30 * time.Second, ProbeEvery: 10 * time.Minute,
+		RestrictFor: time.Hour, ReturningFor: 30 * 24 * time.Hour,
 		Spend: Spend{Default: 0.05},
 	}
 }
@@ -159,6 +174,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeEvery < 0 {
 		return fmt.Errorf("pumping.probe_every: must not be negative (0: never), got %s", c.ProbeEvery)
+	}
+	if c.RestrictFor < 0 || c.RestrictFor > 24*time.Hour {
+		return fmt.Errorf("pumping.restrict_for: want 0 to 24h, got %s", c.RestrictFor)
+	}
+	if c.ReturningFor < 0 || c.ReturningFor > 400*24*time.Hour {
+		return fmt.Errorf("pumping.returning_for: want 0 (no returning users) to 400 days, got %s", c.ReturningFor)
 	}
 	if c.HoldFor < 0 || c.HoldFor > 10*time.Minute {
 		return fmt.Errorf("pumping.hold_for: want 0 to 10m, got %s", c.HoldFor)

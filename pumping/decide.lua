@@ -14,13 +14,26 @@
 --   s<x>     texts counted in bucket x; a<x> codes approved in bucket x
 --   d<day>   codes approved in window-long "day" `day`
 --   pk, pd   the largest d over the 14 days before pd (the learned baseline)
--- A subject's unverified texts are U = S - A (a country counts only texts
--- whose code was not approved within the grace period, see below), and its
--- budget is
+-- A subject's unverified texts are U = S - A, counted the moment a text is
+-- sent (an approval gives it back), and its budget is
 --   floor + ratio * max(A, hour_factor * approvals in the last hour, pk)
 -- so a subject whose codes are approved earns room in proportion, a quiet
 -- one keeps its cold-start floor, and a range or country with weeks of
 -- history keeps its learned room through a slow hour.
+--
+-- The country counts only the texts that carry no sign of a real user: a
+-- returning number (it approved a code within the last `returning` days,
+-- kept in a hash per block of 10,000 numbers), or a caller network (IPv4
+-- /24 or /16, IPv6 /48 or /32) whose own codes to this country are approved
+-- (its ledger of texts to the country: at least one approval, unverified
+-- at most its approvals, over the window and over the last hour; and none
+-- of those levels worse). Those texts are also held to a short
+-- horizon: unverified texts of the last hour at most floor + ratio * the
+-- hour's approvals, so a surge nobody verifies counts at once. A country
+-- over either budget is restricted for `restrict_ms`: sends without a sign
+-- of a real user are refused, the others are served and counted in the
+-- country hash (fields rs since, rx until, ru/rb/rh why, nq refused, nr/nn/nc
+-- served by a returning number, a network, a solved challenge).
 --
 -- KEYS     the group's keys, read in order by the kinds in ARGV
 -- ARGV[1]  now in ms, or "" for Redis TIME (only the simulation passes one)
@@ -32,17 +45,22 @@
 --          money budgets)
 -- ARGV[5]  ratio, exact as Go's shortest formatting
 -- ARGV[6]  hour_factor
--- ARGV[7]  grace_ms: a country's text counts as unverified this long after it
---          was sent, unless approved
--- ARGV[8]  the phone (E.164), for the record and the country's pending set
+-- ARGV[7]  restrict_ms: how long a country stays restricted once over budget
+-- ARGV[8]  the phone (E.164), for the record
 -- ARGV[9]  the caller's network id, kept in the phone's record so that an
 --          approval credits the networks that asked for the text
--- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[12]
+-- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[14]
 --   kind "r" range:   counts distinct phones (the record says whether this
 --                     phone is already counted); p1 floor.       keys: 1
---   kind "c" country: counts texts not approved within grace;   keys: 2
---                     (the country hash, its pending set); p1 floor
+--   kind "c" country: counts distinct phones without a sign of a real
+--                     user; p1 floor; p2 "1" when solved
+--                     challenges are held to their ledger's budget.  keys: 3
+--                     (the country hash, its ledger of sends that
+--                     passed with a solved challenge, the phone's
+--                     returning block)
 --   kind "n" network: counts every text; p1 floor.               keys: 1
+--   kind "N" network, a signal level: as "n", and its ledger of texts to
+--                     the destination country.                   keys: 2
 --   kind "m" money:   the spend ledger; p1 the text's price (micro-units),
 --                     p2 "hour_budget day_budget" (0: none).     keys: 1
 -- ARGV[11] 1 when KEYS[1] is the phone's record (the destination group, even
@@ -54,16 +72,28 @@
 --          it for a whole window, and nobody could verify to earn it room;
 --          one probe per period lets real users earn it back, and costs an
 --          attacker's held network a text per period.
+-- ARGV[13] the caller networks' signal for the country: "" read it from the
+--          network subjects of this call (a single primary); "1" or "0" as
+--          the caller's own call reported it (Cluster); "?" not known yet
+--          (Cluster: a restricted country's refusal then says so, verdict 3,
+--          and writes nothing, so the service asks again with the answer)
+-- ARGV[14] the phone's last four digits (its field in the returning block),
+--          then the days a returning number's approval counts: "tail days"
 --
--- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new}:
+-- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new,
+-- signal, cnew}:
 -- bucket is the one counted in and new 1 when the phone was counted anew,
 -- for a release (see release.lua); verdict 1
 -- counted, 0 refused (nothing counted), 2 counted although rule `rule`
--- would refuse (shadow); rule is the 1-based subject; U and B its unverified
+-- would refuse (shadow), 3 see ARGV[13]; rule is the 1-based subject; U and
+-- B its unverified
 -- texts and budget (money in micro-units); retry_ms how long until the
 -- subject has room again if nothing is approved meanwhile. near is the
 -- subject closest to its budget (0 when all are under half), for the
--- operators' "near their budgets" list.
+-- operators' "near their budgets" list. signal is the caller networks'
+-- signal for the country (1 good, 0 none, -1 not asked), cnew what the
+-- country counted anew (a release takes it back): 1 the phone, 2 the
+-- challenge ledger's, 3 both.
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -73,14 +103,16 @@ else
 end
 local bucket, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, ratio, hourf = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local grace, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local restrict, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]
 local probe = tonumber(ARGV[12]) or 0
+local netsig = ARGV[13]
+local tail, retdays = string.match(ARGV[14], '(%d*) (%d+)')
+retdays = tonumber(retdays) or 0
 local cur = math.floor(now / bucket)
 local frac = (now % bucket) / bucket
 local oldest = cur - nb + 1
 local day = math.floor(cur / nb)
 local window = bucket * nb
-
 local keep = 2 * window
 
 -- load reads a subject in one call and moves its window to now, dropping the
@@ -91,10 +123,10 @@ local keep = 2 * window
 -- approve.lua last set it (so a send costs no PTTL call).
 local function load(key, learn)
   local v = redis.call('HMGET', key, 'b', 'S', 'A', 'pk', 'pd', 'a' .. cur, 'a' .. (cur - 1),
-    's' .. cur, 's' .. (cur - 1), 'x', 'pr')
+    's' .. cur, 's' .. (cur - 1), 'x', 'pr', 'rx')
   local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[4]) or 0,
     scur = tonumber(v[8]) or 0, sprev = tonumber(v[9]) or 0, x = tonumber(v[10]), pr = tonumber(v[11]),
-    new = v[1] == false}
+    rx = tonumber(v[12]), new = v[1] == false}
   local b = tonumber(v[1])
   if b == nil then
     b = oldest
@@ -130,6 +162,8 @@ local function load(key, learn)
     st.pk = pk
   end
   st.hour = (tonumber(v[6]) or 0) + (tonumber(v[7]) or 0) * (1 - frac)
+  -- The last hour's unverified texts, for the short horizon.
+  st.uh = math.max(st.scur + st.sprev * (1 - frac) - st.hour, 0)
   st.b = b
   return st
 end
@@ -174,31 +208,88 @@ local function wait(key, u, budget, b, counted_is_u)
 end
 
 local n = tonumber(ARGV[10])
-local ki, ai = 1, 13
-local rec, counted, verified = nil, false, false
+local ki, ai = 1, 15
+local rec, counted, verified, recu, reck, stale = nil, false, false, false, false, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
   ki = 2
-  local r = redis.call('HMGET', rec, 'h', 'v')
+  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k')
   local h = tonumber(r[1])
   counted = h ~= nil and h >= oldest
   verified = r[2] ~= false
+  recu = counted and r[3] ~= false
+  reck = counted and r[4] ~= false
+  stale = not counted and (r[3] ~= false or r[4] ~= false)
 end
-local state = {}
+-- The subjects, read lazily: a country's decision reads the caller's
+-- networks before their own turn.
+local subj, state = {}, {}
+for i = 1, n do
+  local sb = {kind = ARGV[ai], p1 = ARGV[ai + 1], p2 = ARGV[ai + 2], key = KEYS[ki]}
+  ai, ki = ai + 3, ki + 1
+  if sb.kind == 'c' then
+    sb.ch, sb.ret = KEYS[ki], KEYS[ki + 1]
+    ki = ki + 2
+  elseif sb.kind == 'N' then
+    sb.sub = KEYS[ki]
+    ki = ki + 1
+  end
+  subj[i] = sb
+end
+local function get(i)
+  local st = state[i]
+  if st == nil then
+    local sb = subj[i]
+    st = load(sb.key, sb.kind ~= 'm')
+    st.kind = sb.kind
+    if sb.sub then st.sub = load(sb.sub, false) end
+    state[i] = st
+  end
+  return st
+end
+
+-- good says whether a network level's own codes to this country are
+-- approved: some approval, and at most as many texts unverified as
+-- approved over the window and over the last hour (a text of slack for
+-- the sender's own, two in the hour for codes still being typed): half its
+-- texts or more verify, as real users' do (resends included).
+local function good(st)
+  return st.A >= 1 and st.S - st.A <= st.A + 1 and st.uh <= st.hour + 2
+end
+
+-- callerSignal is 1 when a signal level of the caller's networks in this
+-- call is good and none is bad, 0 when none is good, -1 with none here.
+local function callerSignal()
+  local any, ok = false, false
+  for i = 1, n do
+    if subj[i].kind == 'N' then
+      any = true
+      local st = get(i).sub
+      if good(st) then
+        ok = true
+      elseif st.S - st.A > st.A + 1 then
+        return 0
+      end
+    end
+  end
+  if not any then return -1 end
+  if ok then return 1 end
+  return 0
+end
+
 local verdict, rule, ru, rb, retry = 1, 0, 0, 0, 0
 local near, nearu, nearb, nearr = 0, 0, 0, 0.5
+local unknown = false
 
 for i = 1, n do
-  local kind, p1, p2 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2]
-  ai = ai + 3
-  local key = KEYS[ki]
-  ki = ki + 1
-  local st, u, budget
+  local kind, p1, p2 = subj[i].kind, subj[i].p1, subj[i].p2
+  local key = subj[i].key
+  local st = get(i)
+  local u, budget
   if kind == 'm' then
     local price = tonumber(p1)
     local hb, db = string.match(p2, '(%d+) (%d+)')
     hb, db = tonumber(hb), tonumber(db)
-    st = load(key, false)
     local S, b = st.S, st.b
     local hour = st.scur + st.sprev * (1 - frac)
     st.price = price
@@ -214,33 +305,81 @@ for i = 1, n do
     else
       u, budget = hour, hb
     end
+  elseif kind == 'c' then
+    local floor = tonumber(p1)
+    local restricted = st.rx ~= nil and st.rx > now
+    -- The signs of a real user, cheapest first.
+    local sig = nil
+    if mode == 2 then
+      sig = 'c'
+    else
+      if retdays > 0 and tail ~= '' then
+        local d = tonumber(redis.call('HGET', subj[i].ret, tail))
+        if d ~= nil and d >= math.floor(now / 86400000) - retdays then sig = 'r' end
+      end
+      if sig == nil then
+        local ns = netsig
+        if ns == '' then ns = tostring(callerSignal()) end
+        if ns == '1' then sig = 'n' elseif ns == '?' then st.unknown = true end
+      end
+    end
+    st.sig = sig
+    u = math.max(st.S - st.A, 0)
+    budget = floor + ratio * math.max(st.A, hourf * st.hour, st.pk)
+    if sig == 'c' then
+      -- A solved challenge passes, within the budget its own kind earns: a
+      -- solving farm's sends are not approved, real people's are.
+      local ch = load(subj[i].ch, true)
+      st.ch = ch
+      local add = 1
+      if reck then add = 0 end
+      st.chadd = add
+      u = math.max(ch.S - ch.A, 0)
+      budget = floor + ratio * math.max(ch.A, hourf * ch.hour, ch.pk)
+      if u + add > budget and p2 == '1' then
+        st.refuse = true
+        st.retry = wait(subj[i].ch, u + add, budget + 1, ch.b, false)
+      end
+    end
+    if sig == nil then
+      -- A resend to a number already counted is one of u.
+      local add = 1
+      if recu then add = 0 end
+      local bh = floor + ratio * st.hour
+      local over = u + add > budget
+      local overh = st.uh + add > bh
+      if overh and not over then u, budget = st.uh, bh end
+      if over or overh then
+        local f = {'rx', now + restrict}
+        if not restricted then
+          f = {'rx', now + restrict, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
+            'rh', (overh and not over) and 1 or 0, 'nq', 0, 'nr', 0, 'nn', 0, 'nc', 0}
+        end
+        st.trip = f
+        st.rx = now + restrict
+        restricted = true
+      end
+      st.refuse = (over or overh or (restricted and add == 1)) and mode ~= 2
+      st.add = add
+      if st.refuse and mode ~= 1 then
+        st.retry = math.max(st.rx - now, 1000)
+        if st.unknown then unknown = true end
+      end
+    else
+      st.add = 0
+      st.refuse = st.refuse or false
+      if restricted and not st.refuse then st.served = 'n' .. sig end
+    end
   else
-    local due = 0
-    local pend
-    if kind == 'c' then
-      pend = KEYS[ki]
-      ki = ki + 1
-      -- Texts whose grace ran out unapproved become unverified, in the
-      -- bucket of the moment they do.
-      due = redis.call('ZREMRANGEBYSCORE', pend, '-inf', now - grace)
-    end
-    st = load(key, true)
-    st.pend = pend
-    if due > 0 and not st.wiped then
-      st.S, st.scur = st.S + due, st.scur + due
-      -- Written now: they count whatever this send's verdict.
-      store(st, true)
-    end
     local S, A, b = st.S, st.A, st.b
-    if kind == 'c' then u = S else u = math.max(S - A, 0) end
+    u = math.max(S - A, 0)
     budget = tonumber(p1) + ratio * math.max(A, hourf * st.hour, st.pk)
     -- A phone already counted in this range is one of u: its resend is
     -- refused only when the range is over budget without it.
     local need = u + 1
     if kind == 'r' and counted then need = u end
-    if kind == 'c' then need = u end -- its text counts only once due
     st.refuse = need > budget and mode ~= 2
-    if st.refuse and kind == 'n' and probe > 0 then
+    if st.refuse and kind ~= 'r' and probe > 0 then
       -- The probe clock starts at the first refusal.
       local last = st.pr
       if last == nil then
@@ -252,12 +391,10 @@ for i = 1, n do
     -- Only the first refusing rule is reported: only its wait is worked out,
     -- and shadow mode, which refuses nothing, needs none.
     if st.refuse and rule == 0 and mode ~= 1 then
-      st.retry = wait(key, need, budget + 1, b, kind == 'c')
+      st.retry = wait(key, need, budget + 1, b, false)
     end
   end
-  st.kind = kind
   st.u, st.budget = u, budget
-  state[i] = st
   if st.refuse and rule == 0 then
     rule, ru, rb, retry = i, u, budget, st.retry or 0
   end
@@ -268,37 +405,63 @@ for i = 1, n do
   if rule > 0 and mode ~= 1 then break end
 end
 
-if rule > 0 then
-  if mode ~= 1 then
-    return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0}
+local sigout = -1
+if netsig == '' then sigout = callerSignal() end
+
+if rule > 0 and mode ~= 1 then
+  local st = state[rule]
+  if st.kind == 'c' then
+    if unknown then
+      -- Cluster, the caller's signal not known: ask again with it.
+      return {3, rule, math.floor(ru), math.floor(rb), math.ceil(retry), 0, 0, 0, cur, 0, sigout, 0}
+    end
+    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
+    redis.call('HINCRBY', st.key, 'nq', 1)
   end
-  if mode == 1 then verdict = 2 end
+  return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0, sigout, 0}
 end
+if rule > 0 then verdict = 2 end
 
 -- Count the send everywhere.
+local cnew = 0
 for i = 1, n do
   local st = state[i]
   local add = 1
   if st.kind == 'm' then add = st.price end
-  local skip = (st.kind == 'r' and counted) or st.kind == 'c'
+  local skip = (st.kind == 'r' and counted) or (st.kind == 'c' and st.add == 0)
   if not skip then
     st.scur, st.S = st.scur + add, st.S + add
   end
+  if st.kind == 'c' and not skip then cnew = 1 end
+  if st.ch and st.chadd == 1 then
+    st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
+    store(st.ch, true)
+    cnew = cnew + 2
+  end
   store(st, not skip)
+  if st.sub then
+    st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
+    store(st.sub, true)
+  end
   if st.kind == 'c' then
-    redis.call('ZADD', st.pend, now, phone)
-    redis.call('PEXPIRE', st.pend, keep)
+    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
+    if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
   end
 end
 if rec ~= nil then
+  local f = {'n', netid}
   if not counted then
-    redis.call('HSET', rec, 'h', cur, 'n', netid)
-    if verified then redis.call('HDEL', rec, 'v') end
-  else
-    redis.call('HSET', rec, 'n', netid)
+    f[#f + 1], f[#f + 2] = 'h', cur
+    if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k') end
   end
+  if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
+  if cnew >= 2 then f[#f + 1], f[#f + 2] = 'k', 1 end
+  -- A new code to a number already approved in the window: the networks
+  -- counted this text, so its approval is theirs to credit (approve.lua).
+  if counted and verified then f[#f + 1], f[#f + 2] = 'w', 1 end
+  redis.call('HSET', rec, unpack(f))
   redis.call('PEXPIRE', rec, window)
 end
 local new = 0
 if rec ~= nil and not counted then new = 1 end
-return {verdict, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, new}
+return {verdict, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, new, sigout, cnew}

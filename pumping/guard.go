@@ -52,7 +52,11 @@ type Guard struct {
 	holds *holdCache
 	// nearSeen remembers the subjects recently written to the "near their
 	// budget" list, so a busy one costs one write a minute, not one a text.
-	nearSeen  *holdCache
+	nearSeen *holdCache
+	// netSignal remembers, on Cluster, what the caller group last said of a
+	// network's signal (see signalKey), so the destination's call, made in
+	// parallel, can be told it; approvals change slowly.
+	netSignal *holdCache
 	overrides *overrideStore
 	m         *metrics
 	// clock replaces Redis TIME; only tests and the simulation set it.
@@ -107,7 +111,7 @@ func New(rdb redis.UniversalClient, prefix string, cfg Config, o Options) *Guard
 	}
 	g := &Guard{scripts: o.Scripts,
 		rdb: rdb, prefix: prefix, cfg: cfg, log: o.Log, cluster: o.Cluster, home: o.Home, clock: o.Clock,
-		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000),
+		holds: newHoldCache(o.HoldEntries), nearSeen: newHoldCache(10_000), netSignal: newHoldCache(o.HoldEntries),
 		m: newMetrics(o.Registerer),
 	}
 	g.overrides = newOverrideStore(rdb, prefix+"pump:{ov}", g.now)
@@ -157,7 +161,7 @@ func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 		// The destination group always goes: its record of the phone is
 		// how an approval finds the networks to credit.
 		out = append(out, g.destination(phone))
-		if c := g.caller(ip); len(c.subjects) > 0 {
+		if c := g.caller(ip, countryOf(phone)); len(c.subjects) > 0 {
 			out = append(out, c)
 		}
 	}
@@ -171,10 +175,55 @@ func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 type call struct {
 	grp    group
 	bucket int64
-	fresh  bool // the phone was counted anew
+	fresh  bool  // the phone was counted anew
+	cnew   int64 // what the country counted anew (see decide.lua)
 	reply  []int64
 	// country routes the release of a destination group (several regions).
 	country string
+}
+
+// Verdicts of decide.lua.
+const (
+	verdictRefused = 0
+	verdictCounted = 1
+	verdictShadow  = 2
+	// verdictAskAgain: a restricted country needs the caller's signal,
+	// which the call was not told (Cluster).
+	verdictAskAgain = 3
+)
+
+// signalFor is what a call tells decide.lua of the caller networks'
+// signal: in one merged call it reads them itself; when the groups are
+// called apart (Cluster, or a number homed in another region) the
+// destination's call is told what this replica last heard, or "?".
+func (g *Guard) signalFor(grp group, split bool, ip netip.Addr, now time.Time) string {
+	if !(split || g.cluster) || grp.record == "" {
+		return ""
+	}
+	k := signalKey(ip)
+	if _, ok := g.netSignal.get("+"+k, now); ok {
+		return "1"
+	}
+	if _, ok := g.netSignal.get("-"+k, now); ok {
+		return "0"
+	}
+	return "?"
+}
+
+// signalTTL is how long a replica trusts what it heard of a network's
+// signal.
+const signalTTL = time.Minute
+
+func (g *Guard) noteSignal(ip netip.Addr, sig int64, now time.Time) {
+	k := signalKey(ip)
+	switch sig {
+	case 1:
+		g.netSignal.drop("-" + k)
+		g.netSignal.put("+"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
+	case 0:
+		g.netSignal.drop("+" + k)
+		g.netSignal.put("-"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
+	}
 }
 
 // reservation is the Ticket of an otp.PumpingReservation.
@@ -202,14 +251,31 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	calls := make([]call, len(groups))
 	errs := make([]error, len(groups))
 	netid := networkID(ip)
+	now := g.nowCtx(ctx)
 	if len(groups) == 1 {
-		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode)
+		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode, g.signalFor(groups[0], false, ip, now))
 	} else {
 		var wg sync.WaitGroup
 		for i := range groups {
-			wg.Go(func() { calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode) })
+			wg.Go(func() {
+				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, g.signalFor(groups[i], true, ip, now))
+			})
 		}
 		wg.Wait()
+		// The caller's call reports its networks' signal: remember it, and
+		// ask a restricted country again with it.
+		sig := int64(-1)
+		for i, c := range calls {
+			if errs[i] == nil && groups[i].record == "" && c.reply[10] >= 0 {
+				sig = c.reply[10]
+				g.noteSignal(ip, sig, now)
+			}
+		}
+		for i, c := range calls {
+			if errs[i] == nil && c.reply[0] == verdictAskAgain {
+				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, flag(sig == 1))
+			}
+		}
 	}
 	res := otp.PumpingReservation{}
 	var refusedSubject subject
@@ -221,12 +287,12 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 			continue
 		}
 		verdict, rule := c.reply[0], c.reply[1]
-		if verdict != 0 {
+		if verdict != verdictRefused {
 			counted = append(counted, c)
 		}
 		if rule > 0 {
 			r, s := g.refusal(c)
-			if verdict == 0 {
+			if verdict == verdictRefused {
 				if res.Refused == nil {
 					res.Refused, refusedSubject = &r, s
 				}
@@ -295,28 +361,32 @@ func (g *Guard) homeScripts(country string) Scripts {
 	return g.home(country)
 }
 
-func (g *Guard) decide(ctx context.Context, grp group, p otp.Phone, netid string, mode int) (call, error) {
-	phone := p.E164
-	args := make([]any, 0, 12+3*len(grp.subjects))
+func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid string, mode int, signal string) (call, error) {
+	args := make([]any, 0, 14+3*len(grp.subjects))
+	_, tail := returningBlock(phone)
 	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
 		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
-		ms(g.cfg.Grace), phone, netid, len(grp.subjects), flag(grp.record != ""), ms(g.cfg.ProbeEvery))
+		ms(g.cfg.RestrictFor), phone.E164, netid, len(grp.subjects), flag(grp.record != ""), ms(g.cfg.ProbeEvery),
+		signal, tail+" "+strconv.FormatInt(int64((g.cfg.ReturningFor+24*time.Hour-1)/(24*time.Hour)), 10))
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':
 			args = append(args, "m", s.price, strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
+		case 'c':
+			args = append(args, s.arg(), s.floor, flag(g.cfg.ChallengeBudget))
 		default:
-			args = append(args, string(s.kind), s.floor, "")
+			args = append(args, s.arg(), s.floor, "")
 		}
 	}
-	reply, err := g.scriptsFor(grp, p.Country()).Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
+	reply, err := g.scriptsFor(grp, phone.Country()).Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
 	if err != nil {
 		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
-	if len(reply) != 10 || reply[1] < 0 || int(reply[1]) > len(grp.subjects) || reply[5] < 0 || int(reply[5]) > len(grp.subjects) {
+	if len(reply) != 12 || reply[0] < 0 || reply[0] > verdictAskAgain || reply[1] < 0 || int(reply[1]) > len(grp.subjects) ||
+		reply[5] < 0 || int(reply[5]) > len(grp.subjects) || (reply[0] != verdictCounted && reply[1] == 0) {
 		return call{}, fmt.Errorf("pumping: decide: unexpected reply %v", reply)
 	}
-	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, reply: reply, country: p.Country()}, nil
+	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, cnew: reply[11], reply: reply, country: phone.Country()}, nil
 }
 
 // refusal describes the rule a call's reply names.
@@ -352,7 +422,11 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		}
 		args = append(args, c.bucket, t.phone, fresh, flag(c.grp.record != ""), len(c.grp.subjects))
 		for _, s := range c.grp.subjects {
-			args = append(args, string(s.kind), s.price)
+			amount := s.price
+			if s.kind == 'c' {
+				amount = c.cnew
+			}
+			args = append(args, s.arg(), amount)
 		}
 		if err := g.scriptsFor(c.grp, c.country).Run(ctx, releaseScript, c.grp.keys(), args...).Err(); err != nil && first == nil {
 			first = fmt.Errorf("pumping: release: %w", err)
@@ -376,8 +450,11 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 		return nil
 	}
 	d := g.destination(phone)
-	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d"}
-	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, g.approvalKeys(d), args...).Slice()
+	_, tail := returningBlock(phone)
+	keys, hasCountry := g.approvalKeys(d)
+	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d",
+		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + flag(hasCountry)}
+	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, keys, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}
@@ -392,7 +469,7 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	if err != nil {
 		return nil // a record from another version: nothing to credit
 	}
-	c := g.caller(ip)
+	c := g.caller(ip, countryOf(phone))
 	if len(c.subjects) == 0 {
 		return nil
 	}
@@ -403,19 +480,27 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	return nil
 }
 
-// approvalKeys are the destination group's keys with the country's pending
-// set last, as approve.lua reads them; a group without a country rule still
-// passes a pending set (never written) to keep the shape.
-func (g *Guard) approvalKeys(d group) []string {
+// approvalKeys are the destination group's keys with the phone's returning
+// block last, as approve.lua reads them (the country, when on, just before
+// it); a group without a country rule still passes a block (never written)
+// to keep the shape.
+func (g *Guard) approvalKeys(d group) ([]string, bool) {
 	keys := []string{d.record}
-	pend := d.record + ":none"
+	ret := d.record + ":none"
+	hasCountry := false
 	for _, s := range d.subjects {
-		keys = append(keys, s.key)
 		if s.kind == 'c' {
-			pend = s.pend
+			ret, hasCountry = s.ret, true
+			continue
+		}
+		keys = append(keys, s.key)
+	}
+	for _, s := range d.subjects {
+		if s.kind == 'c' {
+			keys = append(keys, s.key, s.challenged)
 		}
 	}
-	return append(keys, pend)
+	return append(keys, ret), hasCountry
 }
 
 func flag(b bool) string {

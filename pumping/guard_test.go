@@ -114,6 +114,12 @@ func TestRules(t *testing.T) {
 				{"rotating addresses of one /24", []string{RuleNet32, RuleNet24},
 					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
 					func(i int) string { return fmt.Sprintf("203.0.113.%d", i) }, 10, RuleNet24, "network"},
+				{"rotating /24s of one /16", []string{RuleNet32, RuleNet24, RuleNet16},
+					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
+					func(i int) string { return fmt.Sprintf("203.0.%d.1", i) }, 30, RuleNet16, "network"},
+				{"rotating /48s of one IPv6 /32", []string{RuleNet64, RuleNet48, RuleNet6x32},
+					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
+					func(i int) string { return fmt.Sprintf("2001:db8:%x::1", i) }, 40, RuleNet6x32, "network"},
 				{"one address", []string{RuleNet32, RuleNet24},
 					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
 					func(i int) string { return "203.0.113.9" }, 5, RuleNet32, "network"},
@@ -202,41 +208,154 @@ func TestWindowSlides(t *testing.T) {
 	}
 }
 
-// The country rule counts a text only when its code is not approved within
-// the grace period: real users still typing never count, a drip does.
-func TestCountryCountsAfterGrace(t *testing.T) {
+// The country counts a text the moment it is sent, so a surge nobody has had
+// time to verify meets its budget at once; an approval gives it back.
+func TestCountryCountsAtOnce(t *testing.T) {
 	f := newFixture(t)
 	g := f.guard(t, func(c *Config) { only(RuleCountry)(c); c.Floors[RuleCountry] = 3 }, false)
 	ctx := context.Background()
-	// Ten pending texts: none counts yet.
-	for i := 0; i < 10; i++ {
-		if r := reserve(t, g, phone(t, fmt.Sprintf("+3712%07d", i*1000)), ip("198.51.100.1")); r.Refused != nil {
-			t.Fatalf("pending text %d refused by %s", i, r.Refused.Rule)
+	for i := 0; i < 3; i++ {
+		if r := reserve(t, g, phone(t, fmt.Sprintf("+3712%07d", i*1000)), ip(fmt.Sprintf("10.%d.0.1", i))); r.Refused != nil {
+			t.Fatalf("text %d refused by %s", i, r.Refused.Rule)
 		}
 	}
-	// Six approved within grace, four not.
-	for i := 0; i < 6; i++ {
+	r := reserve(t, g, phone(t, "+37129000000"), ip("10.9.0.1"))
+	if r.Refused == nil || r.Refused.Rule != RuleCountry || r.Refused.Scope != "country" {
+		t.Fatalf("a fourth unverified text the same second: %+v", r.Refused)
+	}
+	// Two approvals give their texts back and earn room; the country stays
+	// restricted for new numbers with no sign of a real user, though, until
+	// restrict_for has passed.
+	for i := 0; i < 2; i++ {
 		if err := g.Approved(ctx, phone(t, fmt.Sprintf("+3712%07d", i*1000))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.advance(6 * time.Minute)
-	// 4 unverified against 3 + 1 × 6 approvals (hour factor 4: 3 + 24): fine.
-	if r := reserve(t, g, phone(t, "+37129000000"), ip("198.51.100.1")); r.Refused != nil {
-		t.Fatalf("refused with approvals covering it: %+v", r.Refused)
+	if r := reserve(t, g, phone(t, "+37129100000"), ip("10.9.0.1")); r.Refused == nil {
+		t.Fatal("a restricted country served a send with no sign of a real user")
 	}
-	// A drip nobody verifies: 27 + 1 more matured texts trip it.
-	refused := false
-	for i := 0; i < 60 && !refused; i++ {
-		r := reserve(t, g, phone(t, fmt.Sprintf("+3712%07d", 5_000_000+i*1000)), ip("198.51.100.1"))
-		refused = r.Refused != nil
-		if refused && r.Refused.Rule != RuleCountry {
-			t.Fatalf("refused by %s", r.Refused.Rule)
+	f.advance(DefaultConfig().RestrictFor)
+	for i := 0; i < 2; i++ {
+		if r := reserve(t, g, phone(t, fmt.Sprintf("+3712920%04d", i)), ip("10.9.0.1")); r.Refused != nil {
+			t.Fatalf("send %d after approvals gave room back: %+v", i, r.Refused)
 		}
-		f.advance(6 * time.Minute / 10)
 	}
-	if !refused {
-		t.Fatal("a drip of unverified texts was never refused")
+}
+
+// A restricted country keeps serving the sends that carry a sign of a real
+// user: a returning number, a caller network whose own codes to this
+// country are approved, a solved challenge; and counts what it did.
+func TestRestrictedCountryServesRealUsers(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			f := newFixture(t)
+			g := f.guard(t, func(c *Config) {
+				only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
+				c.Floors[RuleCountry] = 3
+			}, cluster)
+			ctx := context.Background()
+			// Yesterday's real user verified from her home network.
+			user := phone(t, "+447400555123")
+			reserve(t, g, user, ip("203.0.113.5"))
+			if err := g.Approved(ctx, user); err != nil {
+				t.Fatal(err)
+			}
+			f.advance(2 * time.Hour)
+			// Now bots spread over the country from rotating /16s.
+			admitted := 0
+			for i := 0; i < 20; i++ {
+				r := reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
+				if r.Refused == nil {
+					admitted++
+				} else if r.Refused.Rule != RuleCountry {
+					t.Fatalf("attack send %d refused by %s", i, r.Refused.Rule)
+				}
+			}
+			if admitted != 3 {
+				t.Fatalf("the spread got %d texts; want the floor, 3", admitted)
+			}
+			// The returning user, from a new network: served.
+			if r := reserve(t, g, user, ip("192.0.2.77")); r.Refused != nil {
+				t.Fatalf("a returning number refused: %+v", r.Refused)
+			}
+			// A new user from the network that verifies: served.
+			if r := reserve(t, g, phone(t, "+447400666555"), ip("203.0.113.77")); r.Refused != nil {
+				t.Fatalf("a new number from an approving network refused: %+v", r.Refused)
+			}
+			// The approving network verifies GB codes, not Latvian ones.
+			if r := reserve(t, g, phone(t, "+37126000001"), ip("203.0.113.78")); r.Refused != nil {
+				t.Fatalf("Latvia is not restricted: %+v", r.Refused)
+			}
+			// A new number from nowhere known: refused; with a solved
+			// challenge: served.
+			stranger := phone(t, "+447400777777")
+			if r := reserve(t, g, stranger, ip("198.18.0.1")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+				t.Fatalf("a stranger in a restricted country: %+v", r.Refused)
+			}
+			if _, held := g.Held(stranger, ip("198.18.0.2")); held {
+				t.Fatal("a restricted country is held in memory: its real users could not be told apart")
+			}
+			if r, err := g.Reserve(ctx, stranger, ip("198.18.0.1"), true); err != nil || r.Refused != nil {
+				t.Fatalf("a solved challenge: %+v %v", r.Refused, err)
+			}
+			held, _, err := g.Holds(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gb *otp.PumpingHold
+			for i := range held {
+				if held[i].Rule == RuleCountry && held[i].Subject == "GB" {
+					gb = &held[i]
+				}
+			}
+			if gb == nil || gb.Restricted == nil {
+				t.Fatalf("GB is not listed as restricted: %+v", held)
+			}
+			want := otp.CountryRestriction{Since: f.clock.Now(), Until: f.clock.Now().Add(DefaultConfig().RestrictFor),
+				Unverified: 4, Budget: 3, Refused: 18, ServedReturning: 1, ServedNetwork: 1, ServedChallenge: 1}
+			if got := *gb.Restricted; !got.Since.Equal(want.Since) || !got.Until.Equal(want.Until) || got.Unverified != want.Unverified ||
+				got.Budget != want.Budget || got.Refused != want.Refused || got.ServedReturning != want.ServedReturning ||
+				got.ServedNetwork != want.ServedNetwork || got.ServedChallenge != want.ServedChallenge {
+				t.Fatalf("restriction %+v; want %+v", got, want)
+			}
+		})
+	}
+}
+
+// With challenge_budget, solved challenges pass a country's rule within a
+// budget of their own, earned by their approvals: a solving farm's texts
+// are never approved, a person's are. Without it (the default, as the
+// contract says) a solved challenge passes every pumping rule:
+// TestBypassPassesRulesButCounts.
+func TestSolvedChallengesEarnTheirOwnBudget(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, func(c *Config) {
+		only(RuleCountry, RuleRange100)(c)
+		c.Floors[RuleCountry] = 3
+		c.ChallengeBudget = true
+	}, false)
+	ctx := context.Background()
+	bypass := func(raw string) *otp.PumpingRefusal {
+		t.Helper()
+		r, err := g.Reserve(ctx, phone(t, raw), ip("198.18.0.1"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Refused
+	}
+	for i := 0; i < 3; i++ {
+		if r := bypass(fmt.Sprintf("+3712%07d", i*100_000)); r != nil {
+			t.Fatalf("solved challenge %d refused: %+v", i, r)
+		}
+	}
+	if r := bypass("+37129900000"); r == nil || r.Rule != RuleCountry {
+		t.Fatalf("a fourth solved challenge nobody verified: %+v", r)
+	}
+	if err := g.Approved(ctx, phone(t, "+37120000000")); err != nil {
+		t.Fatal(err)
+	}
+	if r := bypass("+37129900000"); r != nil {
+		t.Fatalf("refused after a solved challenge's code was approved: %+v", r)
 	}
 }
 
@@ -612,6 +731,28 @@ func TestRealCluster(t *testing.T) {
 			if err := g.Approved(ctx, p); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+	t.Run("a restricted country serves a network that approves", func(t *testing.T) {
+		f := onCluster(t, c)
+		g := f.guard(t, func(c *Config) { only(RuleCountry, RuleNet24, RuleNet16)(c); c.Floors[RuleCountry] = 2 }, true)
+		ctx := context.Background()
+		user := phone(t, "+447400555123")
+		reserve(t, g, user, ip("203.0.113.5"))
+		if err := g.Approved(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		f.advance(2 * time.Hour)
+		for i := 0; i < 3; i++ {
+			reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
+		}
+		if r := reserve(t, g, phone(t, "+447400777777"), ip("198.18.0.1")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+			t.Fatalf("a stranger in a restricted country: %+v", r.Refused)
+		}
+		// This replica has not heard of 203.0.113.0/24 in the last minute:
+		// the destination's call asks again with the caller call's answer.
+		if r := reserve(t, g, phone(t, "+447400666555"), ip("203.0.113.77")); r.Refused != nil {
+			t.Fatalf("a new number from an approving network: %+v", r.Refused)
 		}
 	})
 	t.Run("replicas race", func(t *testing.T) {

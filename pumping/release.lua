@@ -7,8 +7,10 @@
 -- ARGV[2]  the phone (E.164)
 -- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
 -- ARGV[4]  1 when KEYS[1] is the phone's record
--- ARGV[5]  number of subjects; then per subject: kind, amount (the price
---          for "m", else ignored)
+-- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
+--          its country ledger: two keys), amount (the price
+--          for "m"; for "c" what decide.lua counted anew: 1 the country,
+--          2 its challenge ledger, 3 both; else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
 local n = tonumber(ARGV[5])
 local ki, ai = 1, 6
@@ -22,15 +24,31 @@ for i = 1, n do
   ai = ai + 2
   local key = KEYS[ki]
   ki = ki + 1
-  if kind == 'c' then
-    if new then redis.call('ZREM', KEYS[ki], phone) end
+  local take = kind ~= 'r' or new
+  local sub = nil
+  if kind == 'N' then
+    sub = KEYS[ki]
     ki = ki + 1
-  elseif kind ~= 'r' or new then
+  end
+  if kind == 'c' then
+    -- amount: 1 the country counted the phone, 2 its challenge ledger did
+    -- (3 both); the returning block is an approval's, nothing to take back.
+    sub = nil
+    if amount >= 2 then sub = KEYS[ki] end
+    ki = ki + 2
+    take = amount % 2 == 1
+    if amount >= 2 and not take then key, sub, take = sub, nil, true end
+    if rec ~= nil and not new and amount % 2 == 1 then redis.call('HDEL', rec, 'u') end
+    if rec ~= nil and not new and amount >= 2 then redis.call('HDEL', rec, 'k') end
+  end
+  if take then
     if kind ~= 'm' then amount = 1 end
     -- Only a bucket still in the window holds the count to take back.
-    if redis.call('HEXISTS', key, 's' .. x) == 1 then
-      redis.call('HINCRBY', key, 's' .. x, -amount)
-      redis.call('HINCRBY', key, 'S', -amount)
+    for _, k in ipairs({key, sub}) do
+      if redis.call('HEXISTS', k, 's' .. x) == 1 then
+        redis.call('HINCRBY', k, 's' .. x, -amount)
+        redis.call('HINCRBY', k, 'S', -amount)
+      end
     end
   end
 end

@@ -16,10 +16,27 @@ type subject struct {
 	// id names it to people and in the hold cache: "+4479111234xx",
 	// "GB", "2001:db8:1::/48", "spend".
 	id string
-	// key is its Redis hash; pend, for a country, its pending set.
-	key, pend string
-	floor     int
-	price     int64
+	// key is its Redis hash; for a country, challenged is the ledger of
+	// sends that passed with a solved challenge and ret the hash of the
+	// returning numbers of the phone's block (see returningBlock).
+	key, challenged, ret string
+	floor                int
+	price                int64
+	// sub, for a network level whose approvals are a sign of real users
+	// (IPv4 /24 and /16, IPv6 /48 and /32), is the hash counting its texts
+	// to the phone's country and their approvals: the sign is per country,
+	// so a network whose users verify codes to one country lends no trust
+	// to its texts to another.
+	sub string
+}
+
+// arg is the subject's kind as the scripts read it: "N" is a network with
+// a country ledger (two keys).
+func (s subject) arg() string {
+	if s.sub != "" {
+		return "N"
+	}
+	return string(s.kind)
 }
 
 // group is a set of subjects sharing one hash tag, so one script call can
@@ -37,7 +54,10 @@ func (g *group) keys() []string {
 	for _, s := range g.subjects {
 		keys = append(keys, s.key)
 		if s.kind == 'c' {
-			keys = append(keys, s.pend)
+			keys = append(keys, s.challenged, s.ret)
+		}
+		if s.sub != "" {
+			keys = append(keys, s.sub)
 		}
 	}
 	return keys
@@ -72,10 +92,21 @@ func (g *Guard) destination(p otp.Phone) group {
 			id: "+" + block + strings.Repeat("x", drop), key: tag + "r:" + block})
 	}
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
+		block, _ := returningBlock(p)
 		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
-			key: tag + "c", pend: tag + "pend"})
+			key: tag + "c", challenged: tag + "cc", ret: tag + "v:" + block})
 	}
 	return out
+}
+
+// returningBlock splits a number into the block of 10,000 whose hash keeps
+// its approvals (field: the last four digits, value: the day of the last
+// approval): a compact, expiring record of returning users, under the
+// country's hash tag so a send reads it in the same call.
+func returningBlock(p otp.Phone) (block, tail string) {
+	d := p.E164[1:]
+	cut := max(len(d)-4, 0)
+	return d[:cut], d[cut:]
 }
 
 // callingCodeLen is the length of the number's country calling code.
@@ -86,27 +117,32 @@ func callingCodeLen(p otp.Phone) int {
 	return 1
 }
 
+// netLevel is one level of the network hierarchy, widest first.
+type netLevel struct {
+	rule   string
+	bits   int
+	signal bool
+}
+
+// The levels the network rules count. The coarse ones (IPv4 /16, IPv6 /32:
+// an ISP's or carrier's allocation) catch an attacker rotating over a whole
+// allocation; /24 and coarser are also positive signals when they approve.
+var (
+	ipv4Levels = []netLevel{{RuleNet16, 16, true}, {RuleNet24, 24, true}, {RuleNet32, 32, false}}
+	ipv6Levels = []netLevel{{RuleNet6x32, 32, true}, {RuleNet48, 48, true}, {RuleNet56, 56, false}, {RuleNet64, 64, false}}
+)
+
 // caller lists the client's networks, under the hash tag of the widest one
-// (every narrower network of an address lies inside it).
-func (g *Guard) caller(ip netip.Addr) group {
+// (every narrower network of an address lies inside it); the signal levels
+// carry their ledger of texts to country.
+func (g *Guard) caller(ip netip.Addr, country string) group {
 	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
 		return group{}
 	}
-	var levels []struct {
-		rule string
-		bits int
-	}
+	levels := ipv6Levels
 	if ip.Is4() {
-		levels = []struct {
-			rule string
-			bits int
-		}{{RuleNet24, 24}, {RuleNet32, 32}}
-	} else {
-		levels = []struct {
-			rule string
-			bits int
-		}{{RuleNet48, 48}, {RuleNet56, 56}, {RuleNet64, 64}}
+		levels = ipv4Levels
 	}
 	widest, _ := ip.Prefix(levels[0].bits)
 	tag := g.prefix + "pump:{n:" + widest.String() + "}:"
@@ -118,10 +154,14 @@ func (g *Guard) caller(ip netip.Addr) group {
 		}
 		p, _ := ip.Prefix(l.bits)
 		id := p.String()
-		if l.bits == 32 {
+		if ip.Is4() && l.bits == 32 {
 			id = ip.String()
 		}
-		out.subjects = append(out.subjects, subject{rule: l.rule, kind: 'n', floor: floor, id: id, key: tag + strconv.Itoa(l.bits) + ":" + id})
+		s := subject{rule: l.rule, kind: 'n', floor: floor, id: id, key: tag + strconv.Itoa(l.bits) + ":" + id}
+		if l.signal {
+			s.sub = s.key + ":" + country
+		}
+		out.subjects = append(out.subjects, s)
 	}
 	return out
 }
@@ -154,11 +194,35 @@ func scope(rule string) string {
 	switch {
 	case strings.HasPrefix(rule, "range_"):
 		return "range"
-	case strings.HasPrefix(rule, "net_"):
+	case strings.HasPrefix(rule, "net_"), strings.HasPrefix(rule, "net6_"):
 		return "network"
 	case strings.HasPrefix(rule, "spend"):
 		return "spend"
 	default:
 		return rule
 	}
+}
+
+// signalKey names the caller's narrowest network whose approvals are a
+// positive signal (IPv4 /24, IPv6 /48), for the Cluster's memory of it.
+func signalKey(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	bits := 48
+	if ip.Is4() {
+		bits = 24
+	}
+	p, _ := ip.Prefix(bits)
+	return p.String()
+}
+
+// ruleBits is the prefix length a network rule counts.
+func ruleBits(rule string) (int, bool) {
+	for _, levels := range [][]netLevel{ipv4Levels, ipv6Levels} {
+		for _, l := range levels {
+			if l.rule == rule {
+				return l.bits, true
+			}
+		}
+	}
+	return 0, false
 }

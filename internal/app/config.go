@@ -83,15 +83,19 @@ type Config struct {
 		Global            []LimitRule `toml:"global"`
 	} `toml:"limits"`
 	Pumping struct {
-		Mode       string         `toml:"mode"`
-		Window     Duration       `toml:"window"`
-		Ratio      float64        `toml:"ratio"`
-		HourFactor float64        `toml:"hour_factor"`
-		Grace      Duration       `toml:"grace"`
-		HoldFor    Duration       `toml:"hold_for"`
-		ProbeEvery Duration       `toml:"probe_every"`
-		Floors     map[string]int `toml:"floors"`
-		Spend      struct {
+		Mode       string   `toml:"mode"`
+		Window     Duration `toml:"window"`
+		Ratio      float64  `toml:"ratio"`
+		HourFactor float64  `toml:"hour_factor"`
+		Grace      Duration `toml:"grace"`
+		HoldFor    Duration `toml:"hold_for"`
+		ProbeEvery Duration `toml:"probe_every"`
+		// RestrictFor and ReturningFor: see pumping.Config.
+		RestrictFor     Duration       `toml:"restrict_for"`
+		ReturningFor    Duration       `toml:"returning_for"`
+		ChallengeBudget bool           `toml:"challenge_budget"`
+		Floors          map[string]int `toml:"floors"`
+		Spend           struct {
 			DefaultPrice float64            `toml:"default_price"`
 			Hour         float64            `toml:"hour"`
 			Day          float64            `toml:"day"`
@@ -175,6 +179,7 @@ func (c *Config) pumping() pumping.Config {
 	}
 	return pumping.Config{Mode: mode, Window: p.Window.Duration, Floors: p.Floors, Ratio: p.Ratio,
 		HourFactor: p.HourFactor, Grace: p.Grace.Duration, HoldFor: p.HoldFor.Duration, ProbeEvery: p.ProbeEvery.Duration,
+		RestrictFor: p.RestrictFor.Duration, ReturningFor: p.ReturningFor.Duration, ChallengeBudget: p.ChallengeBudget,
 		Spend: pumping.Spend{Prices: p.Spend.Prices, Default: p.Spend.DefaultPrice, Hour: p.Spend.Hour, Day: p.Spend.Day}}
 }
 

@@ -134,6 +134,7 @@ func New(t testing.TB, o Options) Service {
 func SetPumping(cfg *app.Config, p pumping.Config) {
 	c := &cfg.Pumping
 	c.Mode, c.Window.Duration, c.Floors, c.Ratio, c.HourFactor = p.Mode, p.Window, p.Floors, p.Ratio, p.HourFactor
-	c.Grace.Duration, c.HoldFor.Duration = p.Grace, p.HoldFor
+	c.Grace.Duration, c.HoldFor.Duration, c.RestrictFor.Duration, c.ReturningFor.Duration = p.Grace, p.HoldFor, p.RestrictFor, p.ReturningFor
+	c.ChallengeBudget = p.ChallengeBudget
 	c.Spend.Prices, c.Spend.DefaultPrice, c.Spend.Hour, c.Spend.Day = p.Spend.Prices, p.Spend.Default, p.Spend.Hour, p.Spend.Day
 }
