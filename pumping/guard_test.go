@@ -242,6 +242,19 @@ func TestCountryCountsAtOnce(t *testing.T) {
 	}
 }
 
+// verifiedEarlier is a real GB user who verified two hours ago from her
+// home network, 203.0.113.5: her number returns, her networks approve.
+func verifiedEarlier(t *testing.T, f *fixture, g *Guard) otp.Phone {
+	t.Helper()
+	user := phone(t, "+447400555123")
+	reserve(t, g, user, ip("203.0.113.5"))
+	if err := g.Approved(context.Background(), user); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(2 * time.Hour)
+	return user
+}
+
 // A restricted country keeps serving the sends that carry a sign of a real
 // user: a returning number, a caller network whose own codes to this
 // country are approved, a solved challenge; and counts what it did.
@@ -254,13 +267,7 @@ func TestRestrictedCountryServesRealUsers(t *testing.T) {
 				c.Floors[RuleCountry] = 3
 			}, cluster)
 			ctx := context.Background()
-			// Yesterday's real user verified from her home network.
-			user := phone(t, "+447400555123")
-			reserve(t, g, user, ip("203.0.113.5"))
-			if err := g.Approved(ctx, user); err != nil {
-				t.Fatal(err)
-			}
-			f.advance(2 * time.Hour)
+			user := verifiedEarlier(t, f, g)
 			// Now bots spread over the country from rotating /16s.
 			admitted := 0
 			for i := 0; i < 20; i++ {
@@ -736,13 +743,7 @@ func TestRealCluster(t *testing.T) {
 	t.Run("a restricted country serves a network that approves", func(t *testing.T) {
 		f := onCluster(t, c)
 		g := f.guard(t, func(c *Config) { only(RuleCountry, RuleNet24, RuleNet16)(c); c.Floors[RuleCountry] = 2 }, true)
-		ctx := context.Background()
-		user := phone(t, "+447400555123")
-		reserve(t, g, user, ip("203.0.113.5"))
-		if err := g.Approved(ctx, user); err != nil {
-			t.Fatal(err)
-		}
-		f.advance(2 * time.Hour)
+		verifiedEarlier(t, f, g)
 		for i := 0; i < 3; i++ {
 			reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
 		}
