@@ -20,6 +20,38 @@ type pumpingHoldJSON struct {
 	Used      float64 `json:"used"`
 	Limit     float64 `json:"limit"`
 	ExpiresIn int64   `json:"expires_in"` // seconds the hold (or the listing) lasts if nothing is approved
+	// Restricted is set on a country in the restricted state: it still
+	// serves sends that carry a sign of a real user.
+	Restricted *restrictionJSON `json:"restricted,omitempty"`
+}
+
+// restrictionJSON says since when a country is restricted, why, and what
+// happened to its sends since: the console's "Restricted countries" table.
+type restrictionJSON struct {
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	Unverified float64   `json:"unverified"`
+	Budget     float64   `json:"budget"`
+	Over       string    `json:"over"` // "window" or "hour": which budget tripped
+	Refused    int64     `json:"refused"`
+	Served     struct {
+		Returning int64 `json:"returning"`
+		Network   int64 `json:"network"`
+		Challenge int64 `json:"challenge"`
+	} `json:"served"`
+}
+
+func restrictionOf(r *otp.CountryRestriction) *restrictionJSON {
+	if r == nil {
+		return nil
+	}
+	out := &restrictionJSON{Since: r.Since.UTC(), Until: r.Until.UTC(), Unverified: r.Unverified, Budget: r.Budget,
+		Over: "window", Refused: r.Refused}
+	if r.Hour {
+		out.Over = "hour"
+	}
+	out.Served.Returning, out.Served.Network, out.Served.Challenge = r.ServedReturning, r.ServedNetwork, r.ServedChallenge
+	return out
 }
 
 type pumpingJSON struct {
@@ -31,7 +63,8 @@ type pumpingJSON struct {
 func holdsJSON(list []otp.PumpingHold) []pumpingHoldJSON {
 	out := make([]pumpingHoldJSON, 0, len(list))
 	for _, h := range list {
-		out = append(out, pumpingHoldJSON{Rule: h.Rule, Subject: h.Subject, Used: h.Used, Limit: h.Limit, ExpiresIn: ceilSeconds(h.Remaining)})
+		out = append(out, pumpingHoldJSON{Rule: h.Rule, Subject: h.Subject, Used: h.Used, Limit: h.Limit, ExpiresIn: ceilSeconds(h.Remaining),
+			Restricted: restrictionOf(h.Restricted)})
 	}
 	return out
 }

@@ -241,6 +241,37 @@ func TestPumpingSpreadOverACountryHeldUsersServed(t *testing.T) {
 	}
 	t.Logf("spread: %d of %d attempts texted (%.0f a second); real users of the country: 20 of 20 served",
 		texted.Load(), n, float64(n)/took.Seconds())
+
+	// The operators see the country restricted, why, and what it served.
+	r := adminCall(t, a, http.MethodGet, "/v1/admin/pumping")
+	var view struct {
+		Held []struct {
+			Rule, Subject string
+			Restricted    *struct {
+				Over    string `json:"over"`
+				Refused int64  `json:"refused"`
+				Served  struct {
+					Returning, Network, Challenge int64
+				} `json:"served"`
+			} `json:"restricted"`
+		} `json:"held"`
+	}
+	if r.Status != 200 || json.Unmarshal(r.Raw, &view) != nil {
+		t.Fatalf("GET /v1/admin/pumping: %d %s", r.Status, r.Raw)
+	}
+	found := false
+	for _, h := range view.Held {
+		if h.Rule == "country" && h.Subject == "US" && h.Restricted != nil {
+			found = true
+			if h.Restricted.Refused == 0 || (h.Restricted.Over != "window" && h.Restricted.Over != "hour") {
+				t.Fatalf("the US is restricted with %+v; want its refusals counted and why", *h.Restricted)
+			}
+			t.Logf("restricted US: %+v", *h.Restricted)
+		}
+	}
+	if !found {
+		t.Fatalf("GET /v1/admin/pumping does not list the US as restricted: %s", r.Raw)
+	}
 }
 
 // A held range is lifted by an operator on one replica, and the other

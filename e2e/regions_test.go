@@ -45,6 +45,8 @@ net_56 = 1000
 net_48 = 1000
 net_32 = 1000
 net_24 = 1000
+net_16 = 1000
+net6_32 = 1000
 `
 
 // oneWay is the proxies' delay each way: a cross-region round trip is 140 ms.
