@@ -158,11 +158,7 @@ type shardReply struct {
 // > 0 reserves instead of recording for good.
 func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, lease time.Duration) (otp.Decision, shardReply, error) {
 	keys, policies := l.allowKeys(subjects, lease > 0), PoliciesOf(subjects)
-	args := allowArgs{ticket: ticket, lease: lease, subjects: subjects}
-	if l.now != nil {
-		args.now = l.now()
-	}
-	cmd := l.scripts.Run(ctx, allowScript, keys, args.argv()...)
+	cmd := l.scripts.Run(ctx, allowScript, keys, l.allowArgs(ticket, lease, subjects).argv()...)
 	var notReplicated *redisbatch.NotReplicatedError
 	err := cmd.Err()
 	if errors.As(err, &notReplicated) {
@@ -255,17 +251,23 @@ func (l *Limiter) allowKeys(subjects []otp.Subject, pending bool) []string {
 	return keys
 }
 
+// allowArgs is allow.lua's (and status.lua's) ARGV on this Limiter's clock:
+// Redis's, unless a test set one.
+func (l *Limiter) allowArgs(ticket string, lease time.Duration, subjects []otp.Subject) allowArgs {
+	a := allowArgs{ticket: ticket, lease: lease, subjects: subjects}
+	if l.now != nil {
+		a.now = l.now()
+	}
+	return a
+}
+
 // Status reads every window of the subjects on Redis's clock, changing
 // nothing (on Cluster, one script per slot).
 func (l *Limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Window, error) {
 	var windows []otp.Window
 	for _, group := range l.slots(subjects) {
-		args := allowArgs{subjects: group}
-		if l.now != nil {
-			args.now = l.now()
-		}
 		ws := PoliciesOf(group)
-		v, err := statusScript.Run(ctx, l.rdb, l.allowKeys(group, false), args.argv()...).Result()
+		v, err := statusScript.Run(ctx, l.rdb, l.allowKeys(group, false), l.allowArgs("", 0, group).argv()...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("ratelimit: status: %w", err)
 		}
