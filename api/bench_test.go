@@ -265,7 +265,7 @@ func BenchmarkHTTP(b *testing.B) {
 	// 2-core machine is larger than the differences measured, hits every
 	// scenario alike; each round gives a ratio to its own bare run, and the
 	// median of those is reported.
-	rounds := benchRounds(b)
+	rounds := testenv.BenchRounds(b, 3)
 	ratios := map[string][]float64{}
 	for b.Loop() {
 		for round := 0; round < rounds; round++ {
@@ -315,7 +315,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.ReportMetric(r.rate(), sc.name+"-req/s")
 		b.ReportMetric(benchMS(r.lat.P99), sc.name+"-p99-ms")
 		if sc.name != "bare" {
-			b.ReportMetric(median(ratios[sc.name]), sc.name+"-x-bare")
+			b.ReportMetric(testenv.Median(ratios[sc.name]), sc.name+"-x-bare")
 		}
 	}
 	// What a send's row written before its text costs: accepted over
@@ -324,31 +324,9 @@ func BenchmarkHTTP(b *testing.B) {
 	for i := range ratios["accepted"] {
 		first = append(first, ratios["accepted"][i]/ratios["accepted-after"][i])
 	}
-	b.ReportMetric(median(first), "accepted-x-after")
-	b.Logf("accepted / accepted-after per round: %.2f (median %.2f)", first, median(first))
+	b.ReportMetric(testenv.Median(first), "accepted-x-after")
+	b.Logf("accepted / accepted-after per round: %.2f (median %.2f)", first, testenv.Median(first))
 	logBenchTable(b, results, ratios, []string{"bare", "accepted", "accepted-after", "accepted-async", "refused", "refused-async"})
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// benchRounds is SMSGW_BENCH_ROUNDS (default 3).
-func benchRounds(b *testing.B) int {
-	s := os.Getenv("SMSGW_BENCH_ROUNDS")
-	if s == "" {
-		return 3
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		b.Fatalf("SMSGW_BENCH_ROUNDS=%q: want a positive number", s)
-	}
-	return n
 }
 
 // asyncAudit hands rows to the writer without waiting for them to be
@@ -419,7 +397,7 @@ func logBenchTable(b *testing.B, results map[string]benchScenarioResult, ratios 
 		slices.Sort(codes)
 		x, each := 1.0, ""
 		if name != "bare" {
-			x = median(ratios[name])
+			x = testenv.Median(ratios[name])
 			for _, v := range ratios[name] {
 				each += fmt.Sprintf("%.2f ", v)
 			}

@@ -1,34 +1,13 @@
 -- Decides one request for every window of every subject, atomically.
 --
--- KEYS[i]  one sorted set per subject: members are request tickets, scores
---          the microsecond (Redis TIME) at which each request was admitted.
---          With a lease, then as many pending sets, one per subject.
--- ARGV[1]  now in microseconds, or "" for Redis TIME (only tests pass a clock)
--- ARGV[2]  the request's ticket, recorded in every subject when admitted
--- ARGV[3]  lease_us: 0 records for good (one primary, or every subject of the
---          request on this shard). > 0 reserves (Redis Cluster, subjects on
---          several shards): the ticket counts at once, and is also put in
---          each subject's pending set; if nobody commits it (takes it out of
---          the pending set) within lease_us, the next decision on the subject
---          removes it, so a replica dying mid-decision holds no quota.
--- ARGV[4]  then per subject: n, the longest window_us, then n pairs
---          (window_us, max)
---
--- An entry exactly window_us old is outside its window: with integer scores,
--- entry t is inside iff t >= now - window_us + 1. The request is admitted only
--- when every window holds fewer than max entries; a refused request writes
--- nothing.
---
--- Returns {allowed, now, tight, used, reset_us, pending, contention}: tight
--- is the 1-based index, over all windows in argument order, of the window
--- that bounds the request most; used its count (this request included when
--- admitted); reset_us, when refused, the exact wait until the request would
--- fit (max over the full windows), else the wait until the tight window's
--- oldest entry leaves. tight is 0 when every window was empty: the caller
--- knows the answer then (the window with the smallest max), and the script
--- skips working it out. pending counts other requests' reservations in the
--- full windows of a refusal; contention is 1 when the refusal is owed only
--- to them (without them every window would have had room).
+-- The protocol (KEYS, ARGV positions, the reply) is documented once, in
+-- allow.go: allowArgs builds ARGV, parseAllowReply reads the reply
+-- {allowed, now, tight, used, reset_us, pending, contention}. In short:
+-- KEYS are the subjects' sorted sets (then, with a lease, their pending
+-- sets); ARGV is now|"", ticket, lease_us, then per subject n, the longest
+-- window_us and n (window_us, max) pairs. An entry exactly window_us old is
+-- outside its window: with integer scores, entry t is inside iff
+-- t >= now - window_us + 1.
 --
 -- Numbers go to redis.call as Lua numbers, never through tostring: Redis
 -- formats them with %.17g, exact for integers below 2^53 (microsecond

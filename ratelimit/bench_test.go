@@ -107,37 +107,50 @@ func benchRedis(b *testing.B, conns int) (*redis.Client, string) {
 // BenchmarkDecisions measures how many decisions per second each algorithm
 // makes for fresh identities (a new phone and a new IP every time, so every
 // request is admitted and every window is checked), with about
-// benchDecisionGoroutines concurrent callers.
+// benchDecisionGoroutines concurrent callers. The machine is shared and
+// drifts from minute to minute, so the algorithms take turns in rounds of
+// benchDecisionRound each (SMSGW_BENCH_ROUNDS, default 5, each round
+// starting with the next algorithm), and what is reported is the median
+// over the rounds of each rate and of smsgw's rate over each baseline's in
+// the same round (x-seed, x-redis_rate). Run it with -benchtime 1x.
 func BenchmarkDecisions(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
-	par := max(1, (benchDecisionGoroutines+procs-1)/procs)
-	rdb, prefix := benchRedis(b, par*procs)
-	rates := map[string]float64{}
-	for _, alg := range benchAlgorithms(rdb, prefix) {
-		b.Run(alg.name, func(b *testing.B) {
-			rate := decideFresh(b, alg, par)
-			b.ReportMetric(rate, "decisions/s")
-			rates[alg.name] = rate // the last run is the one reported
-			if alg.name == "smsgw" {
-				// smsgw's throughput over each baseline's, as "x-seed" and
-				// "x-redis_rate": the ratios land on smsgw's result line.
-				for _, base := range []string{"seed", "redis_rate"} {
-					if rates[base] > 0 {
-						b.ReportMetric(rate/rates[base], "x-"+base)
-					}
+	callers := max(1, (benchDecisionGoroutines+procs-1)/procs) * procs
+	rdb, prefix := benchRedis(b, callers)
+	algs := benchAlgorithms(rdb, prefix)
+	rounds := testenv.BenchRounds(b, 5)
+	rates := map[string][]float64{}
+	ratios := map[string][]float64{}
+	for b.Loop() {
+		for r := range rounds {
+			round := map[string]float64{}
+			for k := range algs {
+				alg := algs[(r+k)%len(algs)]
+				rate, err := decideFresh(alg, callers, benchDecisionRound)
+				if err != nil {
+					b.Fatal(err)
 				}
+				round[alg.name] = rate
+				rates[alg.name] = append(rates[alg.name], rate)
 			}
-		})
-	}
-	// Shown with -v only: go test prints a parent benchmark's log in verbose
-	// mode alone (the ratios are on smsgw's result line either way).
-	b.Logf("%d goroutines on GOMAXPROCS=%d", par*procs, procs)
-	for _, base := range []string{"seed", "redis_rate"} {
-		if rates["smsgw"] > 0 && rates[base] > 0 {
-			b.Logf("decisions/s smsgw/%s = %.2fx (%.0f vs %.0f)", base, rates["smsgw"]/rates[base], rates["smsgw"], rates[base])
+			for _, base := range []string{"seed", "redis_rate"} {
+				ratios[base] = append(ratios[base], round["smsgw"]/round[base])
+			}
 		}
 	}
+	for _, alg := range algs {
+		b.ReportMetric(testenv.Median(rates[alg.name]), alg.name+"-decisions/s")
+	}
+	for _, base := range []string{"seed", "redis_rate"} {
+		b.ReportMetric(testenv.Median(ratios[base]), "x-"+base)
+		b.Logf("smsgw/%s per round: %.2f (median %.2f)", base, ratios[base], testenv.Median(ratios[base]))
+	}
+	b.Logf("%d callers on GOMAXPROCS=%d, %d rounds of %v per algorithm", callers, procs, rounds, benchDecisionRound)
 }
+
+// benchDecisionRound is how long one algorithm runs in one round of
+// BenchmarkDecisions.
+const benchDecisionRound = time.Second
 
 // Hot-identity races: benchHotGoroutines goroutines decide benchHotPhoneRequests
 // requests for benchHotPhones phones (each from a fresh IP) and benchHotIPRequests
@@ -167,26 +180,33 @@ func BenchmarkHotIdentities(b *testing.B) {
 	}
 }
 
-// decideFresh decides for a fresh phone and IP each time, from par
-// goroutines per CPU, and returns decisions per second.
-func decideFresh(b *testing.B, alg benchAlgorithm, par int) float64 {
+// decideFresh decides for a fresh phone and IP each time, from callers
+// goroutines for d, and returns decisions per second.
+func decideFresh(alg benchAlgorithm, callers int, d time.Duration) (float64, error) {
 	ctx := context.Background()
-	b.SetParallelism(par)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			allowed, err := alg.decide(ctx, benchPhone(), benchIP())
-			if err != nil {
-				b.Error(err)
-				return
+	var n atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	began := time.Now()
+	deadline := began.Add(d)
+	for range callers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				allowed, err := alg.decide(ctx, benchPhone(), benchIP())
+				if err == nil && !allowed {
+					err = fmt.Errorf("%s refused a fresh phone from a fresh IP", alg.name)
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
 			}
-			if !allowed {
-				b.Errorf("%s refused a fresh phone from a fresh IP", alg.name)
-				return
-			}
-		}
-	})
-	return float64(b.N) / b.Elapsed().Seconds()
+		})
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(began).Seconds(), firstErr
 }
 
 // hotRaces runs races on fresh hot identities for as long as b wants and

@@ -52,10 +52,10 @@ func (l *Limiter) allowAcross(ctx context.Context, ticket string, subjects []otp
 	if err != nil || !d.Allowed {
 		return d, r, err
 	}
-	if err := l.settle(ctx, ticket, "commit", groups); err != nil {
+	if err := l.settle(ctx, ticket, settleCommit, groups); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
 		defer cancel()
-		_ = l.settle(rctx, ticket, "release", groups) // else the leases expire
+		_ = l.settle(rctx, ticket, settleRelease, groups) // else the leases expire
 		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: commit: %w", err)
 	}
 	return d, r, nil
@@ -92,7 +92,7 @@ func (l *Limiter) reserve(ctx context.Context, ticket string, subjects []otp.Sub
 		// be released now expires with its lease.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.lease)
 		defer cancel()
-		_ = l.settle(rctx, ticket, "release", groups)
+		_ = l.settle(rctx, ticket, settleRelease, groups)
 		if refused == nil {
 			return otp.Decision{}, shardReply{}, err
 		}
@@ -122,23 +122,23 @@ var errLeaseLost = errors.New("a reservation expired before its commit")
 
 // settle commits or releases the ticket's reservations, one settle.lua per
 // slot, all at once, each riding in a pipeline with other decisions'.
-func (l *Limiter) settle(ctx context.Context, ticket, how string, groups [][]otp.Subject) error {
+func (l *Limiter) settle(ctx context.Context, ticket string, how settleMode, groups [][]otp.Subject) error {
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		wg.Go(func() {
-			keys := l.subjectKeys(g)
-			for _, s := range g {
-				keys = append(keys, l.pendingKey(s))
+			v, err := l.scripts.Run(ctx, settleScript, l.allowKeys(g, true), settleArgs{ticket, how}.argv()...).Result()
+			var held int64
+			if err == nil {
+				held, err = parseSettleReply(v)
 			}
-			held, err := l.scripts.Run(ctx, settleScript, keys, ticket, how).Int64()
 			var notReplicated *redisbatch.NotReplicatedError
-			if errors.As(err, &notReplicated) && how == "release" {
+			if errors.As(err, &notReplicated) && how == settleRelease {
 				// A release only gives quota back; a commit the replicas
 				// lack would let a failover expire the reservation.
 				held, err = 0, nil
 			}
-			if err == nil && how == "commit" && held != int64(len(g)) {
+			if err == nil && how == settleCommit && held != int64(len(g)) {
 				err = errLeaseLost
 			}
 			errs[i] = err

@@ -157,8 +157,8 @@ type shardReply struct {
 // allowOne runs allow.lua over subjects on one primary or one slot. A lease
 // > 0 reserves instead of recording for good.
 func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, lease time.Duration) (otp.Decision, shardReply, error) {
-	keys, args, policies := l.scriptArgs(ticket, subjects, lease)
-	cmd := l.scripts.Run(ctx, allowScript, keys, args...)
+	keys, policies := l.allowKeys(subjects, lease > 0), PoliciesOf(subjects)
+	cmd := l.scripts.Run(ctx, allowScript, keys, l.allowArgs(ticket, lease, subjects).argv()...)
 	var notReplicated *redisbatch.NotReplicatedError
 	err := cmd.Err()
 	if errors.As(err, &notReplicated) {
@@ -167,21 +167,21 @@ func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Su
 	if err != nil {
 		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}
-	vals, err := int64s(cmd.Val())
-	if err != nil || len(vals) != 7 || vals[2] < 0 || int(vals[2]) > len(policies) {
-		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: unexpected reply %v", cmd.Val())
+	a, err := parseAllowReply(cmd.Val(), len(policies))
+	if err != nil {
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}
-	r := shardReply{allowed: vals[0] == 1, now: time.UnixMicro(vals[1]), pending: vals[5], conflict: vals[6] == 1, policies: policies}
-	if vals[2] == 0 {
+	r := shardReply{allowed: a.allowed, now: a.now, pending: a.pending, conflict: a.contention, policies: policies}
+	if a.tight == 0 {
 		// Every window was empty: the tightest is the one with the least room
 		// left after this request, which the rules alone decide.
 		r.tight = tightestWhenEmpty(policies)
 		r.tight.Used, r.tight.Reset = 1, r.tight.Rule.Window
 	} else {
-		r.tight = policies[vals[2]-1]
-		r.tight.Used = int(vals[3])
-		r.tight.Reset = time.Duration(vals[4]) * time.Microsecond
-		r.refusing = subjects[subjectOf(subjects, vals[2])]
+		r.tight = policies[a.tight-1]
+		r.tight.Used = a.used
+		r.tight.Reset = a.reset
+		r.refusing = subjects[subjectOf(subjects, int64(a.tight))]
 	}
 	if r.conflict {
 		l.contention.Add(1)
@@ -205,22 +205,6 @@ func (r shardReply) decision() otp.Decision {
 		d.RetryAfter = r.tight.Reset
 	}
 	return d
-}
-
-func int64s(v any) ([]int64, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("not a list")
-	}
-	out := make([]int64, len(list))
-	for i, x := range list {
-		n, ok := x.(int64)
-		if !ok {
-			return nil, fmt.Errorf("not an integer")
-		}
-		out[i] = n
-	}
-	return out, nil
 }
 
 // subjectOf finds the subject of the window the script numbered tight.
@@ -255,35 +239,26 @@ func PoliciesOf(subjects []otp.Subject) []otp.Window {
 	return policies
 }
 
-// scriptArgs lays out the subjects for allow.lua and status.lua, and lists
-// their windows in the same order as the scripts number them. With a lease
-// the subjects' pending sets follow their sorted sets in keys.
-func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject, lease time.Duration) (keys []string, args []any, policies []otp.Window) {
-	keys = l.subjectKeys(subjects)
-	if lease > 0 {
+// allowKeys is allow.lua's KEYS (and, without pending sets, status.lua's):
+// the subjects' sorted sets, then with pending their pending sets.
+func (l *Limiter) allowKeys(subjects []otp.Subject, pending bool) []string {
+	keys := l.subjectKeys(subjects)
+	if pending {
 		for _, s := range subjects {
 			keys = append(keys, l.pendingKey(s))
 		}
 	}
-	policies = PoliciesOf(subjects)
-	args = make([]any, 0, 3+2*len(subjects)+2*len(policies))
+	return keys
+}
+
+// allowArgs is allow.lua's (and status.lua's) ARGV on this Limiter's clock:
+// Redis's, unless a test set one.
+func (l *Limiter) allowArgs(ticket string, lease time.Duration, subjects []otp.Subject) allowArgs {
+	a := allowArgs{ticket: ticket, lease: lease, subjects: subjects}
 	if l.now != nil {
-		args = append(args, l.now().UnixMicro())
-	} else {
-		args = append(args, "")
+		a.now = l.now()
 	}
-	args = append(args, ticket, lease.Microseconds())
-	for _, s := range subjects {
-		var longest time.Duration
-		for _, r := range s.Rules {
-			longest = max(longest, r.Window)
-		}
-		args = append(args, len(s.Rules), longest.Microseconds())
-		for _, r := range s.Rules {
-			args = append(args, r.Window.Microseconds(), r.Max)
-		}
-	}
-	return keys, args, policies
+	return a
 }
 
 // Status reads every window of the subjects on Redis's clock, changing
@@ -291,17 +266,17 @@ func (l *Limiter) scriptArgs(ticket string, subjects []otp.Subject, lease time.D
 func (l *Limiter) Status(ctx context.Context, subjects []otp.Subject) ([]otp.Window, error) {
 	var windows []otp.Window
 	for _, group := range l.slots(subjects) {
-		keys, args, ws := l.scriptArgs("", group, 0)
-		vals, err := statusScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		ws := PoliciesOf(group)
+		v, err := statusScript.Run(ctx, l.rdb, l.allowKeys(group, false), l.allowArgs("", 0, group).argv()...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("ratelimit: status: %w", err)
 		}
-		if len(vals) != 1+2*len(ws) {
-			return nil, fmt.Errorf("ratelimit: status: unexpected reply %v", vals)
+		states, err := parseStatusReply(v, len(ws))
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit: status: %w", err)
 		}
-		for i := range ws {
-			ws[i].Used = int(vals[1+2*i])
-			ws[i].Reset = time.Duration(vals[2+2*i]) * time.Microsecond
+		for i, st := range states {
+			ws[i].Used, ws[i].Reset = st.used, st.reset
 		}
 		windows = append(windows, ws...)
 	}
@@ -369,7 +344,7 @@ func (l *Limiter) Refund(ctx context.Context, ticket string, subjects []otp.Subj
 	if s, ok := l.scripts.(interface{ Stalled() bool }); ok && s.Stalled() {
 		return fmt.Errorf("ratelimit: refund: %w", errStalled)
 	}
-	if err := l.settle(ctx, ticket, "release", l.slots(subjects)); err != nil {
+	if err := l.settle(ctx, ticket, settleRelease, l.slots(subjects)); err != nil {
 		return fmt.Errorf("ratelimit: refund: %w", err)
 	}
 	if err := l.publish(ctx, l.subjectKeys(subjects)); err != nil {

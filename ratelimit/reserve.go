@@ -22,7 +22,7 @@ func (l *Limiter) Reserve(ctx context.Context, ticket string, subjects []otp.Sub
 // Commit keeps a reservation for good. It fails when a reservation expired
 // first; the caller then takes the request back everywhere.
 func (l *Limiter) Commit(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	if err := l.settle(ctx, ticket, "commit", l.slots(subjects)); err != nil {
+	if err := l.settle(ctx, ticket, settleCommit, l.slots(subjects)); err != nil {
 		return fmt.Errorf("ratelimit: commit: %w", err)
 	}
 	return nil
@@ -30,7 +30,7 @@ func (l *Limiter) Commit(ctx context.Context, ticket string, subjects []otp.Subj
 
 // Release gives a reservation back.
 func (l *Limiter) Release(ctx context.Context, ticket string, subjects []otp.Subject) error {
-	if err := l.settle(ctx, ticket, "release", l.slots(subjects)); err != nil {
+	if err := l.settle(ctx, ticket, settleRelease, l.slots(subjects)); err != nil {
 		return fmt.Errorf("ratelimit: release: %w", err)
 	}
 	return nil

@@ -1,11 +1,8 @@
 -- Reads every window of every subject, writing nothing: the support desk's
--- view. KEYS and ARGV are laid out as for allow.lua (ARGV[2] and ARGV[3] are
--- unused; KEYS holds only the subject sets).
---
--- Returns {now, used, reset_us, used, reset_us, ...}, one pair per window in
--- argument order: reset_us is how long until the window gives back quota:
--- until one more request would fit when it is full, until its oldest entry
--- leaves otherwise, 0 when it is empty.
+-- view. The protocol is documented in status.go: KEYS and ARGV as for
+-- allow.lua (allowArgs; ticket and lease unused, KEYS only the subject
+-- sets); the reply {now, used, reset_us, used, reset_us, ...} is read by
+-- parseStatusReply.
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,10 +230,7 @@ func BenchmarkScripts(b *testing.B) {
 			return s.Run(ctx, rdb, keys, args...)
 		})},
 	}
-	rounds := 5
-	if n, err := strconv.Atoi(os.Getenv("SMSGW_BENCH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds := testenv.BenchRounds(b, 5)
 	rates := make(map[string][]float64)
 	ratios := make(map[string][]float64)
 	var seq atomic.Int64
@@ -276,17 +270,11 @@ func BenchmarkScripts(b *testing.B) {
 		}
 	}
 	for _, v := range variants {
-		b.ReportMetric(median(rates[v.name]), v.name+"-decisions/s")
+		b.ReportMetric(testenv.Median(rates[v.name]), v.name+"-decisions/s")
 		if v.name != "batcher" {
-			b.ReportMetric(median(ratios[v.name]), v.name+"/batcher")
+			b.ReportMetric(testenv.Median(ratios[v.name]), v.name+"/batcher")
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // TestWaitForReplicasOnCluster: each shard's calls wait for that shard's own

@@ -1,9 +1,8 @@
 -- Compares a guess with the pending code, counts and consumes, atomically:
 -- racing guesses are decided one at a time, so no more than max_attempts
--- wrong guesses are ever answered.
--- KEYS[1] the phone's code hash; ARGV[1] the guess's MAC; ARGV[2] max_attempts
--- Returns {status, attempts_left}: status 0 nothing pending, 1 approved (the
--- code is gone), 2 wrong (the code is gone when attempts_left is 0).
+-- wrong guesses are ever answered. Protocol in check.go (checkArgs,
+-- parseCheckReply): KEYS[1] the phone's code hash; ARGV mac, max_attempts;
+-- returns {status, attempts_left}, status 0 none, 1 approved, 2 wrong.
 local mac = redis.call('HGET', KEYS[1], 'm')
 if not mac then
   return {0, 0}

@@ -1,8 +1,7 @@
 -- Claims an idempotency scope for a request, or reports who has it.
--- KEYS[1] the scope's key; ARGV[1] the claiming request's ticket; ARGV[2]
--- how long the claim (and later the answer) is kept, in milliseconds.
--- Returns {1, ""} claimed; {2, ""} another request holds the claim;
--- {3, answer} the scope has its answer.
+-- Protocol in claim.go (claimArgs, parseClaimReply): KEYS[1] the scope's
+-- key; ARGV ticket, ttl_ms; returns {1, ""} claimed, {2, ""} held by
+-- another request, {3, answer} answered.
 local v = redis.call('GET', KEYS[1])
 if not v then
   redis.call('SET', KEYS[1], 'claim:' .. ARGV[1], 'PX', ARGV[2])

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,27 +44,19 @@ func (s *Idempotency) key(scope string) string {
 }
 
 func (s *Idempotency) Claim(ctx context.Context, scope, ticket string, ttl time.Duration) (otp.Claim, []byte, error) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.key(scope)}, ticket, ms(ttl)).Slice()
+	res, err := claimScript.Run(ctx, s.rdb, []string{s.key(scope)}, claimArgs{ticket, ttl}.argv()...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("idempotency: claim: %w", err)
 	}
-	if len(res) != 2 {
-		return 0, nil, fmt.Errorf("idempotency: claim: unexpected reply %v", res)
+	claim, answer, err := parseClaimReply(res)
+	if err != nil {
+		return 0, nil, fmt.Errorf("idempotency: claim: %w", err)
 	}
-	state, _ := res[0].(int64)
-	answer, _ := res[1].(string)
-	switch state {
-	case 1:
-		return otp.Claimed, nil, nil
-	case 2:
-		return otp.ClaimBusy, nil, nil
-	default:
-		return otp.ClaimDone, []byte(strings.TrimPrefix(answer, "done:")), nil
-	}
+	return claim, answer, nil
 }
 
 func (s *Idempotency) Settle(ctx context.Context, scope, ticket string, answer []byte, ttl time.Duration) error {
-	if err := settleScript.Run(ctx, s.rdb, []string{s.key(scope)}, ticket, answer, ms(ttl)).Err(); err != nil {
+	if err := settleScript.Run(ctx, s.rdb, []string{s.key(scope)}, settleArgs{ticket, answer, ttl}.argv()...).Err(); err != nil {
 		return fmt.Errorf("idempotency: settle: %w", err)
 	}
 	return nil

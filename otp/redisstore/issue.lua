@@ -1,6 +1,6 @@
--- Stores a new pending code unless one is pending, atomically.
--- KEYS[1] the phone's code hash: m = MAC, s = sealed code, a = wrong attempts
--- ARGV[1] MAC, ARGV[2] sealed code, ARGV[3] time to live in milliseconds
+-- Stores a new pending code unless one is pending, atomically. Protocol in
+-- issue.go (issueArgs, parseIssueReply): KEYS[1] the phone's code hash
+-- (m = MAC, s = sealed code, a = wrong attempts); ARGV mac, sealed, ttl_ms.
 -- Returns the pending code's sealed form (its expiry renewed, its attempts
 -- kept), or false when the new code was stored.
 local sealed = redis.call('HGET', KEYS[1], 's')

@@ -1,5 +1,6 @@
 -- Settles a claim: stores the answer (ARGV[2] non-empty, kept ARGV[3] ms) or
 -- gives the claim up (ARGV[2] empty), only while ARGV[1]'s claim holds.
+-- Protocol in settle.go (settleArgs).
 if redis.call('GET', KEYS[1]) ~= 'claim:' .. ARGV[1] then
   return 0
 end

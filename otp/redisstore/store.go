@@ -56,22 +56,17 @@ func New(rdb redis.Cmdable, prefix string, scripts Scripts) *Store {
 
 func (s *Store) key(phone string) string { return s.prefix + "otp:" + phone }
 
-func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 1) }
-
 func (s *Store) Issue(ctx context.Context, phone string, c otp.StoredCode, ttl time.Duration) ([]byte, error) {
-	sealed, err := s.scripts.Run(ctx, issueScript, []string{s.key(phone)}, c.MAC, c.Sealed, ms(ttl)).Text()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	sealed, err := parseIssueReply(s.scripts.Run(ctx, issueScript, []string{s.key(phone)}, issueArgs{c, ttl}.argv()...))
 	if err != nil {
 		return nil, fmt.Errorf("codes: issue: %w", err)
 	}
-	return []byte(sealed), nil
+	return sealed, nil
 }
 
 func (s *Store) Replace(ctx context.Context, phone string, c otp.StoredCode, ttl time.Duration) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.key(phone), "m", c.MAC, "s", c.Sealed)
+		p.HSet(ctx, s.key(phone), codeFieldMAC, c.MAC, codeFieldSealed, c.Sealed)
 		p.PExpire(ctx, s.key(phone), ttl)
 		return nil
 	})
@@ -82,28 +77,29 @@ func (s *Store) Replace(ctx context.Context, phone string, c otp.StoredCode, ttl
 }
 
 func (s *Store) Discard(ctx context.Context, phone string, mac []byte) error {
-	if err := discardScript.Run(ctx, s.rdb, []string{s.key(phone)}, mac).Err(); err != nil {
+	if err := discardScript.Run(ctx, s.rdb, []string{s.key(phone)}, discardArgs{mac}.argv()...).Err(); err != nil {
 		return fmt.Errorf("codes: discard: %w", err)
 	}
 	return nil
 }
 
 func (s *Store) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
-	vals, err := s.scripts.Run(ctx, checkScript, []string{s.key(phone)}, mac, maxAttempts).Int64Slice()
+	v, err := s.scripts.Run(ctx, checkScript, []string{s.key(phone)}, checkArgs{mac, maxAttempts}.argv()...).Result()
 	if err != nil {
 		return otp.CodeNone, 0, fmt.Errorf("codes: check: %w", err)
 	}
-	if len(vals) != 2 {
-		return otp.CodeNone, 0, fmt.Errorf("codes: check: unexpected reply %v", vals)
+	status, left, err := parseCheckReply(v)
+	if err != nil {
+		return otp.CodeNone, 0, fmt.Errorf("codes: check: %w", err)
 	}
-	return otp.CodeCheck(vals[0]), int(vals[1]), nil
+	return status, left, nil
 }
 
 func (s *Store) Pending(ctx context.Context, phone string) (otp.PendingCode, bool, error) {
 	var attempts *redis.StringCmd
 	var ttl *redis.DurationCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		attempts = p.HGet(ctx, s.key(phone), "a")
+		attempts = p.HGet(ctx, s.key(phone), codeFieldAttempts)
 		ttl = p.PTTL(ctx, s.key(phone))
 		return nil
 	})

@@ -1,0 +1,53 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+// The protocol of issue.lua, which stores a new pending code unless one is
+// pending, atomically.
+//
+// KEYS[1] is the phone's code hash, with the fields codeField*. ARGV is
+// issueArgs.argv(): the MAC, the sealed code, the time to live in
+// milliseconds. The reply is the pending code's sealed form (its expiry
+// renewed, its attempts kept), or nil when the new code was stored:
+// parseIssueReply.
+type issueArgs struct {
+	code otp.StoredCode
+	ttl  time.Duration
+}
+
+// The fields of a phone's code hash, as the scripts name them.
+const (
+	codeFieldMAC      = "m" // the code's MAC, which a guess's must equal
+	codeFieldSealed   = "s" // the code sealed for the resend that reuses it
+	codeFieldAttempts = "a" // wrong guesses so far
+)
+
+func (a issueArgs) argv() []any { return []any{a.code.MAC, a.code.Sealed, ms(a.ttl)} }
+
+// parseIssueReply returns the pending code's sealed form, or nil when the
+// new code was stored (the script's false reads as redis.Nil).
+func parseIssueReply(cmd *redis.Cmd) ([]byte, error) {
+	v, err := cmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sealed, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %v", v)
+	}
+	return []byte(sealed), nil
+}
+
+// ms is a duration as the scripts take it: whole milliseconds, at least 1.
+func ms(d time.Duration) int64 { return max(int64(d/time.Millisecond), 1) }
