@@ -387,26 +387,6 @@ func (a *App) Close() {
 	a.closers = nil
 }
 
-// domain is what the send and verify flows need of the configuration.
-func (c *Config) domain() otp.Config {
-	return otp.Config{
-		DefaultRegion: c.Phone.DefaultRegion,
-		IPv6Prefix:    c.Limits.IPv6Prefix,
-		IPRules:       rules(c.Limits.IP),
-		PhoneRules:    rules(c.Limits.Phone),
-		VerifyIPRules: rules(c.Limits.VerifyIP),
-		CountryRules:  rules(c.Limits.Country),
-		PrefixRules:   c.prefixRules,
-		GlobalRules:   rules(c.Limits.Global),
-		Policy:        c.policy(),
-		CodeLength:    c.OTP.Length,
-		CodeTTL:       c.OTP.TTL.Duration,
-		MaxAttempts:   c.OTP.MaxAttempts,
-		SendTimeout:   c.Sender.Timeout.Duration,
-		TestNumbers:   c.TestNumbers,
-	}
-}
-
 // postgres is the audit trail's home.
 type postgres struct {
 	pool   *pgxpool.Pool

@@ -83,7 +83,7 @@ func (r *RegionConfig) validate(local RedisConfig) error {
 			return &keyError{key + ".url", "must be set (or cluster_addrs, or sentinel_master with sentinel_addrs)"}
 		}
 		if err := rc.options("").Validate(); err != nil {
-			return fmt.Errorf("%s.%s", key, strings.TrimPrefix(err.Error(), "redis."))
+			return redisKeyError(key, err)
 		}
 		if strings.ContainsAny(rc.KeyPrefix, "{}") {
 			return &keyError{key + ".key_prefix", "must not contain { or }"}
