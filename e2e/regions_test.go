@@ -249,7 +249,7 @@ func TestThreeRegions(t *testing.T) {
 	// Each process loads its scripts and opens its links.
 	for i, p := range procs {
 		for _, phone := range []string{fmt.Sprintf("+4474001%05d", 90000+i), fmt.Sprintf("+1415555%04d", 9000+i)} {
-			waitFor(t, 60*time.Second, "a first send from "+p.URL, func() bool { return sendFrom(t, p, phone).Status == 202 })
+			testenv.WaitFor(t, 60*time.Second, "a first send from "+p.URL, func() bool { return sendFrom(t, p, phone).Status == 202 })
 		}
 	}
 
@@ -268,7 +268,7 @@ func TestThreeRegions(t *testing.T) {
 	t.Run("a local home crosses nothing; a remote one pays round trips", func(t *testing.T) {
 		var single, local, remote []time.Duration
 		var localCross, remoteCross int64
-		waitFor(t, 60*time.Second, "a first send from the single region", func() bool { return sendFrom(t, r.single, "+447400499999").Status == 202 })
+		testenv.WaitFor(t, 60*time.Second, "a first send from the single region", func() bool { return sendFrom(t, r.single, "+447400499999").Status == 202 })
 		for i := range 7 {
 			start := time.Now()
 			if res := sendFrom(t, r.single, fmt.Sprintf("+4474004%05d", i)); res.Status != 202 {
@@ -344,7 +344,7 @@ func TestThreeRegions(t *testing.T) {
 	t.Run("healing carries the fallback admission home", func(t *testing.T) {
 		r.links["b->a"].Heal()
 		r.links["c->a"].Heal()
-		waitFor(t, 60*time.Second, "the home window to see c's fallback admission", func() bool { return phoneUsed(t, r.a, phone) == 4 })
+		testenv.WaitFor(t, 60*time.Second, "the home window to see c's fallback admission", func() bool { return phoneUsed(t, r.a, phone) == 4 })
 		if res := sendFrom(t, r.c, phone); res.Status != 429 {
 			t.Fatalf("after healing c sent again: %d %s", res.Status, res.Raw)
 		}
@@ -361,7 +361,7 @@ func TestThreeRegions(t *testing.T) {
 
 	t.Run("audit rows stay in the region that texted", func(t *testing.T) {
 		for name, p := range map[string]*process{"a": r.a, "b": r.b, "c": r.c} {
-			waitFor(t, 30*time.Second, "region "+name+"'s rows", func() bool {
+			testenv.WaitFor(t, 30*time.Second, "region "+name+"'s rows", func() bool {
 				return sentRows(t, r.envs[name]) == len(outbox(t, p, ""))
 			})
 		}
