@@ -28,6 +28,7 @@ import (
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
+	"smsgw/phonecache"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
 	"smsgw/region"
@@ -264,6 +265,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Challenge:   verifier,
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
+		Phones:      phonecache.New(1 << 16),
 	}, log)
 
 	// Providers bring their own endpoints; the API mounts them.
