@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -377,45 +377,28 @@ func TestRacingWrongGuessesGetExactlyMaxAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	right := lastCode(t, s.Outbox, phone)
-	var invalid, none atomic.Int64
-	lefts := make(chan int, 100)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			res, err := s.Verify(ctx, verifyReq(phone, fmt.Sprintf("%06d", (i*7919)%1000000), fmt.Sprintf("10.2.%d.%d", i/200, i%200)))
-			switch otp.ErrorCode(err) {
-			case otp.EInvalidCode:
-				invalid.Add(1)
-				lefts <- res.AttemptsLeft
-			case otp.ENoPendingCode:
-				none.Add(1)
-			default:
-				if err == nil {
-					t.Errorf("guess %d approved", i) // astronomically unlikely, and a bug if not a match
-				} else {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	close(lefts)
-	if invalid.Load() != 5 || none.Load() != 95 {
-		t.Fatalf("invalid_code %d, no_pending_code %d; want 5 and 95", invalid.Load(), none.Load())
-	}
-	seen := map[int]bool{}
-	for l := range lefts {
-		seen[l] = true
-	}
-	for l := 0; l < 5; l++ {
-		if !seen[l] {
-			t.Fatalf("attempts_left answers %v: each of 4..0 exactly once", seen)
+	got := testenv.Race(t, 100, func(i int) string {
+		res, err := s.Verify(ctx, verifyReq(phone, fmt.Sprintf("%06d", (i*7919)%1000000), fmt.Sprintf("10.2.%d.%d", i/200, i%200)))
+		switch otp.ErrorCode(err) {
+		case otp.EInvalidCode:
+			return fmt.Sprintf("invalid_code, %d left", res.AttemptsLeft)
+		case otp.ENoPendingCode:
+			return "no_pending_code"
 		}
+		if err == nil {
+			t.Errorf("guess %d approved", i) // astronomically unlikely, and a bug if not a match
+		} else {
+			t.Error(err)
+		}
+		return "other"
+	})
+	// Five invalid_code answers, with attempts_left each of 4..0 exactly once.
+	want := map[string]int{"no_pending_code": 95}
+	for l := 0; l < 5; l++ {
+		want[fmt.Sprintf("invalid_code, %d left", l)] = 1
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("answers %v; want %v", got, want)
 	}
 	if _, err := s.Verify(ctx, verifyReq(phone, right, "198.51.100.81")); otp.ErrorCode(err) != otp.ENoPendingCode {
 		t.Fatalf("right code after lockout: %v", err)
