@@ -144,7 +144,7 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		if err != nil {
 			return nil, fmt.Errorf("region.redis.%s: %w", name, err)
 		}
-		a.closers = append(a.closers, func() { rdb.Close() })
+		a.onClose(func() { rdb.Close() })
 		scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: r.Pipelines, Timeout: r.Timeout.Duration, MinReplicas: r.MinReplicasAcked})
 		limiter := ratelimit.New(rdb, r.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
 			ReservationLease: max(5*time.Second, 4*r.Timeout.Duration)})
