@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,26 +139,24 @@ func sendFrom(t *testing.T, p *process, phone string) response {
 // raceFromAll posts n sends on phone, spread over the processes, at once.
 func raceFromAll(t *testing.T, procs []*process, phone string, n int) map[string]map[int]int {
 	t.Helper()
-	var mu sync.Mutex
-	got := map[string]map[int]int{}
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
+	ips := make([]string, n)
 	for i := range n {
-		p := procs[i%len(procs)]
-		ip := nextIP()
-		wg.Go(func() {
-			<-gate
-			res := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
-			mu.Lock()
-			if got[p.URL] == nil {
-				got[p.URL] = map[int]int{}
-			}
-			got[p.URL][res.Status]++
-			mu.Unlock()
-		})
+		ips[i] = nextIP()
 	}
-	close(gate)
-	wg.Wait()
+	answers := testenv.Race(t, n, func(i int) string {
+		p := procs[i%len(procs)]
+		res := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ips[i]})
+		return p.URL + " " + strconv.Itoa(res.Status)
+	})
+	got := map[string]map[int]int{}
+	for answer, count := range answers {
+		url, status, _ := strings.Cut(answer, " ")
+		code, _ := strconv.Atoi(status)
+		if got[url] == nil {
+			got[url] = map[int]int{}
+		}
+		got[url][code] += count
+	}
 	return got
 }
 

@@ -39,26 +39,24 @@ func tomlList(addrs []string) string {
 // counts the statuses.
 func raceSends(t *testing.T, procs []*process, n int, body func(i int) (phone, ip string, header map[string]string)) map[int]int {
 	t.Helper()
-	var mu sync.Mutex
-	got := map[int]int{}
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
+	phones, headers := make([]string, n), make([]map[string]string, n)
 	for i := range n {
 		phone, ip, header := body(i)
 		h := map[string]string{"X-Forwarded-For": ip}
 		for k, v := range header {
 			h[k] = v
 		}
-		wg.Go(func() {
-			<-gate
-			r := post(t, procs[i%len(procs)].URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), h)
-			mu.Lock()
-			got[r.Status]++
-			mu.Unlock()
-		})
+		phones[i], headers[i] = phone, h
 	}
-	close(gate)
-	wg.Wait()
+	statuses := testenv.Race(t, n, func(i int) string {
+		r := post(t, procs[i%len(procs)].URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phones[i]), headers[i])
+		return strconv.Itoa(r.Status)
+	})
+	got := map[int]int{}
+	for status, count := range statuses {
+		code, _ := strconv.Atoi(status)
+		got[code] = count
+	}
 	return got
 }
 
