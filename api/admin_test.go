@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"smsgw/audit"
 	"smsgw/internal/testenv"
 )
@@ -30,13 +28,8 @@ func admin(t *testing.T, s *testServer, method, path, token string) response {
 // and a reader of it.
 func postgresAudit(t *testing.T) (dsn string, reader *audit.Reader) {
 	t.Helper()
-	dsn = testenv.MigratedDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return dsn, audit.NewReader(pool)
+	pool := testenv.Pool(t)
+	return pool.Config().ConnString(), audit.NewReader(pool)
 }
 
 func TestAdminAuth(t *testing.T) {

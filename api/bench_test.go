@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -25,9 +24,9 @@ import (
 
 	"smsgw/audit"
 	"smsgw/internal/app"
+	"smsgw/internal/app/apptest"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/otptest"
 	"smsgw/pumping"
 )
 
@@ -160,12 +159,7 @@ func BenchmarkHTTP(b *testing.B) {
 	b.Cleanup(func() { rdb.Close() }) // testenv deletes the keys under prefix
 
 	// Postgres: a fresh database with the schema, and the audit writer.
-	dbURL := testenv.MigratedDatabase(b)
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
+	pool := testenv.Pool(b)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := prometheus.NewRegistry()
@@ -194,14 +188,14 @@ func BenchmarkHTTP(b *testing.B) {
 		c.Server.TrustedProxies = []string{"127.0.0.0/8", "::1/128"}
 		c.Limits.LocalRefusalCache = 100000
 	}
-	smsgwURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: writer}).URL
+	smsgwURL := apptest.New(b, apptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: writer}).URL
 	// The same service answering before its audit row is durable, as before
 	// durable audit: what durability costs is the difference.
-	asyncURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: asyncAudit{writer}}).URL
+	asyncURL := apptest.New(b, apptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: asyncAudit{writer}}).URL
 	// The same service with one durable row per send written after the
 	// provider call (as before a send's row was durable before its text):
 	// what writing it first costs is the difference.
-	afterURL := otptest.New(b, otptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: afterText{writer}}).URL
+	afterURL := apptest.New(b, apptest.Options{Redis: rdb, Prefix: prefix + "smsgw:", Config: shipped, Pumping: &shadow, AuditLog: afterText{writer}}).URL
 	bareURL := startBenchServer(b, benchBareHandler(rdb, prefix+"bare:count"))
 
 	// Every fresh phone must be one the service accepts.

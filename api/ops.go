@@ -32,10 +32,9 @@ func (s *Server) handleReadyz(c echo.Context) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var failed []string
+	// The checks run at once, owned by this request: it waits for them all.
 	for _, ch := range s.Checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			status := "ok"
 			if err := ch.Check(ctx); err != nil {
 				status = "down: " + err.Error()
@@ -46,7 +45,7 @@ func (s *Server) handleReadyz(c echo.Context) error {
 			if status != "ok" {
 				failed = append(failed, ch.Name)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if len(failed) > 0 {

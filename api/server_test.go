@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +18,9 @@ import (
 
 	"smsgw/audit"
 	"smsgw/internal/app"
+	"smsgw/internal/app/apptest"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/otptest"
 	"smsgw/sender/fake"
 )
 
@@ -30,7 +28,7 @@ type testServer struct {
 	URL    string
 	outbox *fake.Provider
 	audit  *testenv.Buffer
-	svc    otptest.Service
+	svc    apptest.Service
 }
 
 type serverOpts struct {
@@ -54,7 +52,7 @@ func newTestServer(t *testing.T, o serverOpts) *testServer {
 	if auditLog == nil {
 		auditLog = audit.NewJSONLines(buf)
 	}
-	svc := otptest.New(t, otptest.Options{Redis: o.rdb, Prefix: o.prefix, Config: o.config, AdminToken: o.adminToken,
+	svc := apptest.New(t, apptest.Options{Redis: o.rdb, Prefix: o.prefix, Config: o.config, AdminToken: o.adminToken,
 		AuditLog: auditLog, Postgres: o.postgres, Log: o.log})
 	return &testServer{URL: svc.URL, outbox: svc.Outbox, audit: buf, svc: svc}
 }
@@ -314,8 +312,7 @@ func TestSendProviderRefusal(t *testing.T) {
 }
 
 func TestSendRedisDown(t *testing.T) {
-	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
-	t.Cleanup(func() { dead.Close() })
+	dead := testenv.DeadRedis(t)
 	s := newTestServer(t, serverOpts{rdb: dead})
 	start := time.Now()
 	r := send(t, s, `{"phone": "+14155552671"}`, nil)
@@ -388,29 +385,15 @@ func TestClientIPFromTrustedProxy(t *testing.T) {
 
 func TestConcurrentSendsForOnePhoneAdmitOne(t *testing.T) {
 	s := newTestServer(t, serverOpts{config: trustLoopback})
-	var accepted, limited atomic.Int64
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r := send(t, s, `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": fmt.Sprintf("198.18.%d.%d", i/200, i%200)})
-			switch r.Status {
-			case 202:
-				accepted.Add(1)
-			case 429:
-				limited.Add(1)
-			default:
-				t.Errorf("status %d %s", r.Status, r.Raw)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if accepted.Load() != 1 || limited.Load() != 99 {
-		t.Fatalf("accepted %d, limited %d; want 1 and 99", accepted.Load(), limited.Load())
+	got := testenv.Race(t, 100, func(i int) string {
+		r := send(t, s, `{"phone": "+14155552671"}`, map[string]string{"X-Forwarded-For": fmt.Sprintf("198.18.%d.%d", i/200, i%200)})
+		if r.Status != 202 && r.Status != 429 {
+			t.Errorf("status %d %s", r.Status, r.Raw)
+		}
+		return strconv.Itoa(r.Status)
+	})
+	if got["202"] != 1 || got["429"] != 99 {
+		t.Fatalf("accepted %d, limited %d; want 1 and 99", got["202"], got["429"])
 	}
 	if n := len(s.outbox.Messages("+14155552671")); n != 1 {
 		t.Fatalf("%d texts", n)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/audit"
 	"smsgw/internal/testenv"
@@ -18,11 +17,7 @@ import (
 // two versions (sending, then its final outcome in the next batch). Compare
 // rows/s in the same run.
 func BenchmarkWrite(b *testing.B) {
-	pool, err := pgxpool.New(context.Background(), testenv.MigratedDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
+	pool := testenv.Pool(b)
 	ctx := context.Background()
 	const batch = 100
 	rows := func() []otp.AuditEvent {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"smsgw/audit"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -94,13 +95,13 @@ func TestPoisonedRowIsSetApart(t *testing.T) {
 				}
 			}
 			proxy.Heal()
-			waitFor(t, "the 99 good rows", func() bool { return count(t, direct) == 99 })
-			waitFor(t, "the dead letter", func() bool { return metric(t, reg, "smsgw_audit_rows_dead_lettered_total") == 1 })
+			testenv.WaitFor(t, 0, "the 99 good rows", func() bool { return count(t, direct) == 99 })
+			testenv.WaitFor(t, 0, "the dead letter", func() bool { return metric(t, reg, "smsgw_audit_rows_dead_lettered_total") == 1 })
 			// Rows keep flowing after it.
 			if err := w.Record(ctx, event(100)); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "a row after the poisoned one", func() bool { return count(t, direct) == 100 })
+			testenv.WaitFor(t, 0, "a row after the poisoned one", func() bool { return count(t, direct) == 100 })
 			letters := readDeadLetters(t, dir)
 			if len(letters) != 1 {
 				t.Fatalf("%d dead letters, want 1", len(letters))
@@ -172,9 +173,9 @@ func TestNotDurableFailsClosedAndRecovers(t *testing.T) {
 		t.Fatalf("Ready while nothing is durable: %v", err)
 	}
 	proxy.Heal()
-	waitFor(t, "Accepting to recover", func() bool { return w.Accepting() == nil })
+	testenv.WaitFor(t, 0, "Accepting to recover", func() bool { return w.Accepting() == nil })
 	// Every row, the refused one too, reaches Postgres.
-	waitFor(t, "every row", func() bool { return count(t, direct) == acked+1 })
+	testenv.WaitFor(t, 0, "every row", func() bool { return count(t, direct) == acked+1 })
 }
 
 // TestReplicasShareASpoolDirAndAdoptOrphans: writers started with one
@@ -210,8 +211,8 @@ func TestReplicasShareASpoolDirAndAdoptOrphans(t *testing.T) {
 	stopFirst()
 	first.Close(ctx)
 	proxy.Heal()
-	waitFor(t, "both spools in Postgres", func() bool { return count(t, direct) == 40 })
-	waitFor(t, "the orphaned spool to empty", func() bool { return spoolFiles(t, dir) == 0 })
+	testenv.WaitFor(t, 0, "both spools in Postgres", func() bool { return count(t, direct) == 40 })
+	testenv.WaitFor(t, 0, "the orphaned spool to empty", func() bool { return spoolFiles(t, dir) == 0 })
 	_ = second
 }
 
@@ -253,7 +254,7 @@ func TestSpoolOfAnEarlierVersionIsReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	newWriter(t, pool, audit.Options{SpoolDir: dir, AdoptEvery: 50 * time.Millisecond})
-	waitFor(t, "the old row", func() bool { return count(t, pool) == 1 })
+	testenv.WaitFor(t, 0, "the old row", func() bool { return count(t, pool) == 1 })
 	var phone, ip, msgID string
 	if err := pool.QueryRow(context.Background(), "SELECT phone_e164, host(client_ip), provider_message_id FROM audit_log WHERE id = $1", id).
 		Scan(&phone, &ip, &msgID); err != nil {
@@ -327,7 +328,7 @@ func TestFinishReplacesSendingThroughTheWriter(t *testing.T) {
 	for _, e := range []otp.AuditEvent{stored, missing, twice} {
 		want[e.ID] = e.Outcome + "/" + e.MessageID
 	}
-	waitFor(t, "every final outcome", func() bool { return fmt.Sprint(outcomes()) == fmt.Sprint(want) })
+	testenv.WaitFor(t, 0, "every final outcome", func() bool { return fmt.Sprint(outcomes()) == fmt.Sprint(want) })
 	if n := count(t, pool); n != 3 {
 		t.Fatalf("%d rows, want 3", n)
 	}

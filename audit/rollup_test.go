@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/audit"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -105,7 +106,7 @@ func TestRollups(t *testing.T) {
 					n++
 				}
 			}
-			waitFor(t, "every answer counted", func() bool { return sumCount(t, pool) == n })
+			testenv.WaitFor(t, 0, "every answer counted", func() bool { return sumCount(t, pool) == n })
 			plain, rollups := 0, map[string]int{}
 			for _, r := range rows(t, pool) {
 				if !r.hasLastAt {
@@ -146,7 +147,7 @@ func TestRollupOfOneSubjectKeepsItsNumber(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		w.Note(refusal(i, at.Add(time.Duration(i)*time.Millisecond), "+37120000000"), "phone:+37120000000")
 	}
-	waitFor(t, "5 answers counted", func() bool { return sumCount(t, pool) == 5 })
+	testenv.WaitFor(t, 0, "5 answers counted", func() bool { return sumCount(t, pool) == 5 })
 	var phone, ip string
 	var last time.Time
 	if err := pool.QueryRow(context.Background(), `SELECT phone_e164, host(client_ip), last_at FROM audit_log WHERE count = 4`).Scan(&phone, &ip, &last); err != nil {
@@ -179,7 +180,7 @@ func TestRollupSumsExactAcrossReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	want := 2 * goroutines * perGoroutine
-	waitFor(t, "every answer counted", func() bool { return sumCount(t, pool) >= want })
+	testenv.WaitFor(t, 0, "every answer counted", func() bool { return sumCount(t, pool) >= want })
 	// Flushes still under way must not add to it.
 	time.Sleep(50 * time.Millisecond)
 	if n := sumCount(t, pool); n != want {
@@ -203,12 +204,12 @@ func TestRollupsThroughAnOutage(t *testing.T) {
 		}
 	}
 	flood(0, 500)
-	waitFor(t, "500 answers counted", func() bool { return sumCount(t, direct) == 500 })
+	testenv.WaitFor(t, 0, "500 answers counted", func() bool { return sumCount(t, direct) == 500 })
 	proxy.Cut()
 	flood(500, 1000)
 	proxy.Heal()
 	flood(1500, 500)
-	waitFor(t, "2000 answers counted", func() bool { return sumCount(t, direct) >= 2000 })
+	testenv.WaitFor(t, 0, "2000 answers counted", func() bool { return sumCount(t, direct) >= 2000 })
 	time.Sleep(50 * time.Millisecond)
 	if n := sumCount(t, direct); n != 2000 {
 		t.Fatalf("sum(count) = %d after the outage, want 2000", n)

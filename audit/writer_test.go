@@ -207,11 +207,11 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 		t.Fatal("a small spool refuses sends")
 	}
 	proxy.Heal()
-	waitFor(t, "301 rows after Postgres came back", func() bool { return count(t, direct) == 301 })
+	testenv.WaitFor(t, 0, "301 rows after Postgres came back", func() bool { return count(t, direct) == 301 })
 	// The spool is gone and new rows go straight to Postgres again.
-	waitFor(t, "the spool segments to go", func() bool { return spoolFiles(t, dir) == 0 })
+	testenv.WaitFor(t, 0, "the spool segments to go", func() bool { return spoolFiles(t, dir) == 0 })
 	// The switch back to Postgres follows the last segment's removal.
-	waitFor(t, "writing to Postgres again", func() bool { return metric(t, reg, "smsgw_audit_spooling") == 0 })
+	testenv.WaitFor(t, 0, "writing to Postgres again", func() bool { return metric(t, reg, "smsgw_audit_spooling") == 0 })
 	e := event(999)
 	if err := w.Record(ctx, e); err != nil {
 		t.Fatal(err)
@@ -228,19 +228,6 @@ func spoolFiles(t *testing.T, dir string) int {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(dir, "*", "spool-*.log"))
 	return len(m)
-}
-
-// waitFor polls ok until it holds, failing the test after a deadline sized
-// for a loaded machine running -race.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestSpoolSurvivesARestart: rows spooled by one writer that never saw
@@ -276,8 +263,8 @@ func TestSpoolSurvivesARestart(t *testing.T) {
 
 	proxy.Heal()
 	newWriter(t, through, audit.Options{SpoolDir: dir})
-	waitFor(t, "50 rows replayed after the restart", func() bool { return count(t, direct) >= 50 })
-	waitFor(t, "the spool to empty", func() bool { return spoolFiles(t, dir) == 0 })
+	testenv.WaitFor(t, 0, "50 rows replayed after the restart", func() bool { return count(t, direct) >= 50 })
+	testenv.WaitFor(t, 0, "the spool to empty", func() bool { return spoolFiles(t, dir) == 0 })
 	if n := count(t, direct); n != 50 {
 		t.Fatalf("%d rows, want exactly 50", n)
 	}
@@ -334,7 +321,7 @@ func TestCloseWithoutSpoolGivesUpAtItsDeadline(t *testing.T) {
 	stop := start(t, w)
 	proxy.Cut()
 	go w.Record(context.Background(), event(1))
-	waitFor(t, "a failed write", func() bool { return metric(t, reg, "smsgw_audit_write_errors_total") >= 1 })
+	testenv.WaitFor(t, 0, "a failed write", func() bool { return metric(t, reg, "smsgw_audit_write_errors_total") >= 1 })
 	stop() // the loops end; the row they could not write is Close's
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -23,10 +23,10 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/console"
+	"smsgw/internal/app/apptest"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/otptest"
 	"smsgw/otp/redisstore"
 	"smsgw/pumping"
 )
@@ -38,7 +38,7 @@ const token = "console-admin-token-for-tests"
 type rig struct {
 	URL   string
 	audit *audit.Writer
-	svc   otptest.Service
+	svc   apptest.Service
 	pool  *pgxpool.Pool
 	clock *testenv.Clock
 }
@@ -49,13 +49,9 @@ func newRig(t *testing.T, tlsServer bool) *rig { t.Helper(); return newRigWith(t
 func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := otptest.New(t, otptest.Options{Pumping: pump})
+	svc := apptest.New(t, apptest.Options{Pumping: pump})
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.MigratedDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testenv.Pool(t)
 	reg := prometheus.NewRegistry()
 	w, err := audit.NewWriter(pool, audit.Options{SpoolDir: t.TempDir(), Metrics: reg}, log)
 	if err != nil {
@@ -224,20 +220,13 @@ func sendFrom(t *testing.T, r *rig, phone, from string) int {
 	if st == http.StatusAccepted {
 		// A send's final outcome is written just after its answer: wait
 		// for it, so the console shows the text as sent.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testenv.WaitFor(t, 0, "the send to "+phone+" to be sent", func() bool {
 			var sending bool
 			if err := r.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM audit_log WHERE outcome = 'sending')`).Scan(&sending); err != nil {
 				t.Fatal(err)
 			}
-			if !sending {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the send to %s is still sending", phone)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return !sending
+		})
 	}
 	return st
 }

@@ -149,7 +149,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		p := startWithIn(t, e, cfg, gatewayEnv, dir)
 		l := startLoad(t, func() string { return p.URL }, 20)
-		waitFor(t, 60*time.Second, "load", func() bool { return l.count() > 200 })
+		testenv.WaitFor(t, 60*time.Second, "load", func() bool { return l.count() > 200 })
 		killedAt := time.Now()
 		p.kill(t)
 		maps.Copy(answered, l.end())
@@ -158,7 +158,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 	}
 
 	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
 	again.stop(t)
 	requireOneRowEach(t, e, answered, unread, mayLose)
 	requireEveryTextAudited(t, e, g.phones())
@@ -178,7 +178,7 @@ func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	p := startWithIn(t, e, cfg, gatewayEnv, dir)
 	texts := startLoad(t, func() string { return p.URL }, 4)
 	refusals := startLoadOf(t, func() string { return p.URL }, 16, func(int64) (string, string) { return "+16502539999", "192.0.2.99" })
-	waitFor(t, 60*time.Second, "a flood past a rollup's first seconds", func() bool { return refusals.count() > 3000 && texts.count() > 100 })
+	testenv.WaitFor(t, 60*time.Second, "a flood past a rollup's first seconds", func() bool { return refusals.count() > 3000 && texts.count() > 100 })
 	killedAt := time.Now()
 	p.kill(t)
 	answered := texts.end()
@@ -186,7 +186,7 @@ func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
 
 	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
 	again.stop(t)
 	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
 	requireOneRowEach(t, e, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
@@ -291,14 +291,14 @@ func TestSpoolOnAFullDisk(t *testing.T) {
 	p := startWithIn(t, through, cfg, gatewayEnv, "")
 	proxy.Cut()
 	l := startLoad(t, func() string { return p.URL }, 8)
-	waitFor(t, 60*time.Second, "503s once the disk is full", func() bool { return l.saw(503) })
-	waitFor(t, 30*time.Second, "/readyz to name audit", func() bool { return readyFails(t, p, "audit") })
+	testenv.WaitFor(t, 60*time.Second, "503s once the disk is full", func() bool { return l.saw(503) })
+	testenv.WaitFor(t, 30*time.Second, "/readyz to name audit", func() bool { return readyFails(t, p, "audit") })
 
 	proxy.Heal()
-	waitFor(t, 60*time.Second, "/readyz to recover", func() bool { return get(t, p.URL+"/readyz").Status == 200 })
-	waitFor(t, 30*time.Second, "sends to be accepted again", func() bool { return accepts(t, p) })
+	testenv.WaitFor(t, 60*time.Second, "/readyz to recover", func() bool { return get(t, p.URL+"/readyz").Status == 200 })
+	testenv.WaitFor(t, 30*time.Second, "sends to be accepted again", func() bool { return accepts(t, p) })
 	answered := l.end()
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
 	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
 	requireEveryTextAudited(t, e, g.phones())
@@ -324,21 +324,21 @@ func TestUnwritableSpool(t *testing.T) {
 	// nothing is spooled (and no segment open) until the proxy is cut.
 	cfg := fmt.Sprintf("[server]\ntrusted_proxies = [\"127.0.0.0/8\"]\n\n[audit]\nwrite_timeout = \"10s\"\nspool_dir = %q\n", spoolDir) + g.config()
 	p := startWithIn(t, through, cfg, gatewayEnv, "")
-	waitFor(t, 30*time.Second, "a send", func() bool { return accepts(t, p) })
-	waitFor(t, 30*time.Second, "nothing spooled", func() bool { return spoolDrained(t, p) })
+	testenv.WaitFor(t, 30*time.Second, "a send", func() bool { return accepts(t, p) })
+	testenv.WaitFor(t, 30*time.Second, "nothing spooled", func() bool { return spoolDrained(t, p) })
 	lock()
 	t.Cleanup(unlock)
 	proxy.Cut()
 	l := startLoad(t, func() string { return p.URL }, 8)
-	waitFor(t, 60*time.Second, "503s with the spool unwritable", func() bool { return l.saw(503) })
-	waitFor(t, 30*time.Second, "/readyz to name audit", func() bool { return readyFails(t, p, "audit") })
+	testenv.WaitFor(t, 60*time.Second, "503s with the spool unwritable", func() bool { return l.saw(503) })
+	testenv.WaitFor(t, 30*time.Second, "/readyz to name audit", func() bool { return readyFails(t, p, "audit") })
 
 	unlock()
-	waitFor(t, 60*time.Second, "sends accepted on the spool again, Postgres still down", func() bool { return accepts(t, p) })
-	waitFor(t, 30*time.Second, "/readyz to stop naming audit", func() bool { return !readyFails(t, p, "audit") })
+	testenv.WaitFor(t, 60*time.Second, "sends accepted on the spool again, Postgres still down", func() bool { return accepts(t, p) })
+	testenv.WaitFor(t, 30*time.Second, "/readyz to stop naming audit", func() bool { return !readyFails(t, p, "audit") })
 	proxy.Heal()
 	answered := l.end()
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
 	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
 	requireEveryTextAudited(t, e, g.phones())
@@ -373,7 +373,7 @@ func TestPoisonedProviderIDHoldsUpNothing(t *testing.T) {
 		}
 		answered[id] = r.Status
 	}
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	if r := get(t, p.URL+"/readyz"); r.Status != 200 {
 		t.Fatalf("readyz after a poisoned row: %d %s", r.Status, r.Raw)
 	}
@@ -407,7 +407,7 @@ func TestReplicasShareAConfigAndAdoptOrphans(t *testing.T) {
 	b := startFile(t, through, path, gatewayEnv, dir)
 	proxy.Cut()
 	l := startLoad(t, func() string { return a.URL }, 8)
-	waitFor(t, 60*time.Second, "load on the first replica", func() bool { return l.count() > 200 })
+	testenv.WaitFor(t, 60*time.Second, "load on the first replica", func() bool { return l.count() > 200 })
 	killedAt := time.Now()
 	a.kill(t)
 	answered := l.end()
@@ -415,7 +415,7 @@ func TestReplicasShareAConfigAndAdoptOrphans(t *testing.T) {
 		t.Fatal("the killed replica left no spool")
 	}
 	proxy.Heal()
-	waitFor(t, 60*time.Second, "the other replica to replay the orphaned spool", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the other replica to replay the orphaned spool", func() bool {
 		segs, _ := filepath.Glob(filepath.Join(dir, "spool", "replica-*", "spool-*.log"))
 		return len(segs) == 0
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"smsgw/internal/testenv"
 )
 
 // areaCodes are US area codes: numbers in them lie in distinct number
@@ -75,7 +77,7 @@ func TestBackendForwardsClientIP(t *testing.T) {
 		map[string]string{"Authorization": "Bearer e2e-web-key-0123456789abcdef"}); r.Status != 400 || r.ErrorCode() != "invalid_request" {
 		t.Fatalf("browser key with client_ip: %d %s", r.Status, r.Raw)
 	}
-	waitFor(t, 30*time.Second, "audit rows", func() bool { return len(auditRows(t, e)) >= 37 })
+	testenv.WaitFor(t, 30*time.Second, "audit rows", func() bool { return len(auditRows(t, e)) >= 37 })
 	ips := map[string]int{}
 	for _, row := range auditRows(t, e) {
 		ips[deref(row.ClientIP)]++
@@ -94,7 +96,7 @@ func TestFanoutWarning(t *testing.T) {
 	for i := range 20 {
 		post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, spreadPhone(i)), nil)
 	}
-	waitFor(t, 30*time.Second, "the fanout metric", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the fanout metric", func() bool {
 		return strings.Contains(metricsOf(t, p), "smsgw_client_ip_fanout_total 1")
 	})
 	if out := p.stderr.String(); !strings.Contains(out, "forward_client_ip") || !strings.Contains(out, `"client_ip":"127.0.0.1/32"`) {

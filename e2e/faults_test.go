@@ -191,17 +191,6 @@ func viaProxy(t *testing.T, e env) (env, *testenv.Proxy) {
 	return through, proxy
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestPostgresOutageUnderLoad: Postgres goes away in the middle of a load of
 // sends and comes back. Texts keep flowing, /readyz says Postgres is down,
 // rows wait in the spool, and afterwards every answered request has exactly
@@ -212,11 +201,11 @@ func TestPostgresOutageUnderLoad(t *testing.T) {
 	through, proxy := viaProxy(t, e)
 	p := start(t, through, faultConfig)
 	l := startLoad(t, func() string { return p.URL }, 8)
-	waitFor(t, 60*time.Second, "some load", func() bool { return l.count() > 50 })
+	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return l.count() > 50 })
 
 	proxy.Cut()
 	before := l.count()
-	waitFor(t, 60*time.Second, "sends while Postgres is down", func() bool { return l.count() > before+200 })
+	testenv.WaitFor(t, 60*time.Second, "sends while Postgres is down", func() bool { return l.count() > before+200 })
 	r := get(t, p.URL+"/readyz")
 	if r.Status != 503 || !strings.Contains(string(r.Raw), "postgres") {
 		t.Fatalf("readyz with Postgres down: %d %s", r.Status, r.Raw)
@@ -227,7 +216,7 @@ func TestPostgresOutageUnderLoad(t *testing.T) {
 	}
 
 	proxy.Heal()
-	waitFor(t, 60*time.Second, "the spool to drain", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool {
 		return strings.Contains(string(get(t, p.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
 	})
 	answered := l.end()
@@ -256,14 +245,14 @@ func TestKilledWithPostgresDown(t *testing.T) {
 	p := startIn(t, through, faultConfig, dir)
 	proxy.Cut()
 	l := startLoad(t, func() string { return p.URL }, 8)
-	waitFor(t, 60*time.Second, "load with Postgres down", func() bool { return l.count() > 300 })
+	testenv.WaitFor(t, 60*time.Second, "load with Postgres down", func() bool { return l.count() > 300 })
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
 	answered := l.end()
 
 	proxy.Heal()
 	again := startIn(t, through, faultConfig, dir) // the same working directory: the same spool
-	waitFor(t, 60*time.Second, "the replay", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the replay", func() bool {
 		return strings.Contains(string(get(t, again.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
 	})
 	again.stop(t)
@@ -280,7 +269,7 @@ func TestFullSpoolFailsClosed(t *testing.T) {
 	p := start(t, through, faultConfig+"spool_max_bytes = 65536\n")
 	proxy.Cut()
 	l := startLoad(t, func() string { return p.URL }, 4)
-	waitFor(t, 60*time.Second, "the spool to fill up", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the spool to fill up", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for _, st := range l.answered {
@@ -292,7 +281,7 @@ func TestFullSpoolFailsClosed(t *testing.T) {
 	})
 	answered := l.end()
 	proxy.Heal()
-	waitFor(t, 60*time.Second, "the replay", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the replay", func() bool {
 		return strings.Contains(string(get(t, p.URL+"/metrics").Raw), "smsgw_audit_spooling 0")
 	})
 	texted := outboxPhones(t, p)
@@ -329,7 +318,7 @@ func TestRedisOutage(t *testing.T) {
 	e.redisURL = fmt.Sprintf("redis://127.0.0.1:%d/0", port)
 	p := start(t, e, faultConfig)
 	l := startLoad(t, func() string { return p.URL }, 4)
-	waitFor(t, 60*time.Second, "some load", func() bool { return l.count() > 50 })
+	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return l.count() > 50 })
 
 	redis.Process.Kill()
 	redis.Wait()
@@ -357,7 +346,7 @@ func TestRedisOutage(t *testing.T) {
 
 	startRedis(t, port)
 	probes := int64(1) // the send with Redis down, and the refused ones below
-	waitFor(t, 60*time.Second, "sends to work again", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "sends to work again", func() bool {
 		ok := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1415555%04d"}`, time.Now().UnixNano()%10000),
 			map[string]string{"X-Forwarded-For": "192.0.2.77"}).Status == 202
 		if !ok {
@@ -388,7 +377,7 @@ func startRedis(t *testing.T, port int) *exec.Cmd {
 		testenv.Unavailable(t, "redis-server", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitFor(t, 60*time.Second, "redis-server", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "redis-server", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()

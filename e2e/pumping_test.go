@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"smsgw/internal/testenv"
 )
 
 // pumpingConfig trusts the test as a proxy, so each request can come from an
@@ -297,7 +299,7 @@ func TestPumpingLiftReachesEveryReplica(t *testing.T) {
 	if r := adminCall(t, a, http.MethodDelete, "/v1/admin/pumping?rule=range_100&subject=%2B4474001000xx"); r.Status != 200 {
 		t.Fatalf("lift: %d %s", r.Status, r.Raw)
 	}
-	waitFor(t, 10*time.Second, "the lift on the other replica", func() bool { return send(b, 20).Status == 202 || send(b, 21).Status == 202 })
+	testenv.WaitFor(t, 10*time.Second, "the lift on the other replica", func() bool { return send(b, 20).Status == 202 || send(b, 21).Status == 202 })
 }
 
 func TestPumpingShadowModeChangesNothing(t *testing.T) {
@@ -362,7 +364,7 @@ code = "246810"
 			t.Fatalf("bad override %s: %d %s", bad, r.Status, r.Raw)
 		}
 	}
-	waitFor(t, 10*time.Second, "the block on the other replica", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the block on the other replica", func() bool {
 		r := post(t, b.URL+"/v1/otp/send", `{"phone": "+447400200001"}`, map[string]string{"X-Forwarded-For": "203.0.113.1"})
 		return r.Status == 422 && r.ErrorField("reason") == "override:block"
 	})
@@ -402,7 +404,7 @@ code = "246810"
 	if r := adminCall(t, b, http.MethodDelete, "/v1/admin/overrides?target=%2B44740020"); r.Status != 200 {
 		t.Fatalf("delete: %d %s", r.Status, r.Raw)
 	}
-	waitFor(t, 10*time.Second, "the deletion on the other replica", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the deletion on the other replica", func() bool {
 		r := post(t, a.URL+"/v1/otp/send", `{"phone": "+447400200002"}`, map[string]string{"X-Forwarded-For": "203.0.113.2"})
 		return r.Status == 202
 	})

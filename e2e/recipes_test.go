@@ -70,7 +70,7 @@ func startBackend(t *testing.T, p *process, command ...string) string {
 			t.Logf("backend output:\n%s", out)
 		}
 	})
-	waitFor(t, 30*time.Second, "the backend to listen", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the backend to listen", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -121,7 +121,7 @@ func driveBackend(t *testing.T, e env, p *process, backend, phone string) {
 	if r := call("/signup/check-code", `{"phone": "`+phone+`", "code": "`+codeIn(bodies[0])+`"}`); r.Status != 200 || r.Body["status"] != "approved" {
 		t.Fatalf("the right code: %d %s", r.Status, r.Raw)
 	}
-	waitFor(t, 30*time.Second, "the audit rows", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the audit rows", func() bool {
 		n := 0
 		for _, row := range auditRows(t, e) {
 			if deref(row.Phone) == phone {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,26 +139,24 @@ func sendFrom(t *testing.T, p *process, phone string) response {
 // raceFromAll posts n sends on phone, spread over the processes, at once.
 func raceFromAll(t *testing.T, procs []*process, phone string, n int) map[string]map[int]int {
 	t.Helper()
-	var mu sync.Mutex
-	got := map[string]map[int]int{}
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
+	ips := make([]string, n)
 	for i := range n {
-		p := procs[i%len(procs)]
-		ip := nextIP()
-		wg.Go(func() {
-			<-gate
-			res := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
-			mu.Lock()
-			if got[p.URL] == nil {
-				got[p.URL] = map[int]int{}
-			}
-			got[p.URL][res.Status]++
-			mu.Unlock()
-		})
+		ips[i] = nextIP()
 	}
-	close(gate)
-	wg.Wait()
+	answers := testenv.Race(t, n, func(i int) string {
+		p := procs[i%len(procs)]
+		res := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ips[i]})
+		return p.URL + " " + strconv.Itoa(res.Status)
+	})
+	got := map[string]map[int]int{}
+	for answer, count := range answers {
+		url, status, _ := strings.Cut(answer, " ")
+		code, _ := strconv.Atoi(status)
+		if got[url] == nil {
+			got[url] = map[int]int{}
+		}
+		got[url][code] += count
+	}
 	return got
 }
 
@@ -249,7 +249,7 @@ func TestThreeRegions(t *testing.T) {
 	// Each process loads its scripts and opens its links.
 	for i, p := range procs {
 		for _, phone := range []string{fmt.Sprintf("+4474001%05d", 90000+i), fmt.Sprintf("+1415555%04d", 9000+i)} {
-			waitFor(t, 60*time.Second, "a first send from "+p.URL, func() bool { return sendFrom(t, p, phone).Status == 202 })
+			testenv.WaitFor(t, 60*time.Second, "a first send from "+p.URL, func() bool { return sendFrom(t, p, phone).Status == 202 })
 		}
 	}
 
@@ -268,7 +268,7 @@ func TestThreeRegions(t *testing.T) {
 	t.Run("a local home crosses nothing; a remote one pays round trips", func(t *testing.T) {
 		var single, local, remote []time.Duration
 		var localCross, remoteCross int64
-		waitFor(t, 60*time.Second, "a first send from the single region", func() bool { return sendFrom(t, r.single, "+447400499999").Status == 202 })
+		testenv.WaitFor(t, 60*time.Second, "a first send from the single region", func() bool { return sendFrom(t, r.single, "+447400499999").Status == 202 })
 		for i := range 7 {
 			start := time.Now()
 			if res := sendFrom(t, r.single, fmt.Sprintf("+4474004%05d", i)); res.Status != 202 {
@@ -344,7 +344,7 @@ func TestThreeRegions(t *testing.T) {
 	t.Run("healing carries the fallback admission home", func(t *testing.T) {
 		r.links["b->a"].Heal()
 		r.links["c->a"].Heal()
-		waitFor(t, 60*time.Second, "the home window to see c's fallback admission", func() bool { return phoneUsed(t, r.a, phone) == 4 })
+		testenv.WaitFor(t, 60*time.Second, "the home window to see c's fallback admission", func() bool { return phoneUsed(t, r.a, phone) == 4 })
 		if res := sendFrom(t, r.c, phone); res.Status != 429 {
 			t.Fatalf("after healing c sent again: %d %s", res.Status, res.Raw)
 		}
@@ -361,7 +361,7 @@ func TestThreeRegions(t *testing.T) {
 
 	t.Run("audit rows stay in the region that texted", func(t *testing.T) {
 		for name, p := range map[string]*process{"a": r.a, "b": r.b, "c": r.c} {
-			waitFor(t, 30*time.Second, "region "+name+"'s rows", func() bool {
+			testenv.WaitFor(t, 30*time.Second, "region "+name+"'s rows", func() bool {
 				return sentRows(t, r.envs[name]) == len(outbox(t, p, ""))
 			})
 		}

@@ -154,34 +154,20 @@ mode = "off" # the windows are tested here, with many unverified texts
 	a, b := start(t, e, cfg), start(t, e, cfg)
 	race := func(name string, want int, body func(i int) (string, string)) {
 		t.Run(name, func(t *testing.T) {
-			var accepted, limited atomic.Int64
-			var wg sync.WaitGroup
-			gate := make(chan struct{})
-			for i := 0; i < 100; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					url := a.URL
-					if i%2 == 1 {
-						url = b.URL
-					}
-					phone, ip := body(i)
-					<-gate
-					r := post(t, url+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
-					switch r.Status {
-					case 202:
-						accepted.Add(1)
-					case 429:
-						limited.Add(1)
-					default:
-						t.Errorf("%d %s", r.Status, r.Raw)
-					}
-				}()
-			}
-			close(gate)
-			wg.Wait()
-			if accepted.Load() != int64(want) || limited.Load() != int64(100-want) {
-				t.Fatalf("accepted %d, limited %d; want %d and %d", accepted.Load(), limited.Load(), want, 100-want)
+			got := testenv.Race(t, 100, func(i int) string {
+				url := a.URL
+				if i%2 == 1 {
+					url = b.URL
+				}
+				phone, ip := body(i)
+				r := post(t, url+"/v1/otp/send", fmt.Sprintf(`{"phone": %q}`, phone), map[string]string{"X-Forwarded-For": ip})
+				if r.Status != 202 && r.Status != 429 {
+					t.Errorf("%d %s", r.Status, r.Raw)
+				}
+				return strconv.Itoa(r.Status)
+			})
+			if got["202"] != want || got["429"] != 100-want {
+				t.Fatalf("accepted %d, limited %d; want %d and %d", got["202"], got["429"], want, 100-want)
 			}
 		})
 	}
@@ -239,7 +225,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
+	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
 	p.stop(t)
 	close(stopLoad)
 	wg.Wait()

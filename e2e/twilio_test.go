@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"smsgw/sender/twilio/twiliotest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"smsgw/internal/testenv"
+	"smsgw/sender/twilio/twiliotest"
 )
 
 const (
@@ -228,29 +230,14 @@ open_for = "1m"
 		t.Fatalf("GB routed to the gateway alone: %d %s", r.Status, r.Raw)
 	}
 
-	var wg sync.WaitGroup
-	answers := make(chan string, 20)
-	gate := make(chan struct{})
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			url := a.URL
-			if i%2 == 1 {
-				url = b.URL
-			}
-			<-gate
-			r := post(t, url+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"Idempotency-Key": "signup-42", "X-Forwarded-For": "203.0.113.99"})
-			answers <- fmt.Sprintf("%d %s", r.Status, r.Body["id"])
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	close(answers)
-	distinct := map[string]int{}
-	for a := range answers {
-		distinct[a]++
-	}
+	distinct := testenv.Race(t, 20, func(i int) string {
+		url := a.URL
+		if i%2 == 1 {
+			url = b.URL
+		}
+		r := post(t, url+"/v1/otp/send", `{"phone": "+14155552671"}`, map[string]string{"Idempotency-Key": "signup-42", "X-Forwarded-For": "203.0.113.99"})
+		return fmt.Sprintf("%d %s", r.Status, r.Body["id"])
+	})
 	if len(distinct) != 1 {
 		t.Fatalf("answers %v: want one 202 answer for all", distinct)
 	}

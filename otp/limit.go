@@ -147,18 +147,28 @@ func IPKey(addr netip.Addr, v6Prefix int) string {
 	return p.String()
 }
 
+// RuleError is a window ValidateRules refuses: its index and field apart
+// from the message, so that configuration can put its own key in front.
+type RuleError struct {
+	Index int
+	Field string // "window" or "max"
+	Msg   string
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("[%d].%s: %s", e.Index, e.Field, e.Msg) }
+
 // ValidateRules checks a list of windows the way configuration needs it.
 func ValidateRules(rules []Rule) error {
 	seen := make(map[time.Duration]bool, len(rules))
 	for i, r := range rules {
 		if r.Window < time.Second || r.Window%time.Second != 0 {
-			return fmt.Errorf("[%d].window: must be a whole number of seconds, at least 1s (got %s)", i, r.Window)
+			return &RuleError{i, "window", fmt.Sprintf("must be a whole number of seconds, at least 1s (got %s)", r.Window)}
 		}
 		if r.Max < 1 {
-			return fmt.Errorf("[%d].max: must be at least 1 (got %d)", i, r.Max)
+			return &RuleError{i, "max", fmt.Sprintf("must be at least 1 (got %d)", r.Max)}
 		}
 		if seen[r.Window] {
-			return fmt.Errorf("[%d].window: %s is listed twice", i, WindowLabel(r.Window))
+			return &RuleError{i, "window", WindowLabel(r.Window) + " is listed twice"}
 		}
 		seen[r.Window] = true
 	}

@@ -46,7 +46,21 @@ type Deps struct {
 	Challenge ChallengeVerifier
 	Secrets   *Secrets
 	Messages  *Messages
+	// Phones parses the numbers of requests; left nil, ParsePhone parses
+	// each one afresh. The root gives a cache (package phonecache):
+	// libphonenumber's regexes are a request's largest cost.
+	Phones PhoneParser
 }
+
+// PhoneParser is ParsePhone, perhaps remembering its answers.
+type PhoneParser interface {
+	Parse(raw, region string) (Phone, error)
+}
+
+// parseEach is the PhoneParser of a Service given none.
+type parseEach struct{}
+
+func (parseEach) Parse(raw, region string) (Phone, error) { return ParsePhone(raw, region) }
 
 // PrefixRules are windows counted per leading Digits digits of the E.164
 // number (one number range).
@@ -60,7 +74,6 @@ type Service struct {
 	cfg Config
 	Deps
 	log      *slog.Logger
-	phones   *phoneCache
 	subjects []sendSubject
 	// testCodes maps test numbers to their fixed codes.
 	testCodes map[string]string
@@ -81,16 +94,19 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if deps.Challenge == nil {
 		deps.Challenge = NoChallenge{}
 	}
+	if deps.Phones == nil {
+		deps.Phones = parseEach{}
+	}
 	codes := make(map[string]string, len(cfg.TestNumbers))
 	for _, tn := range cfg.TestNumbers {
 		codes[tn.Phone] = tn.Code
 	}
-	return &Service{cfg: cfg, Deps: deps, log: log, phones: newPhoneCache(1 << 16), subjects: sendSubjects(cfg), testCodes: codes}
+	return &Service{cfg: cfg, Deps: deps, log: log, subjects: sendSubjects(cfg), testCodes: codes}
 }
 
 func (s *Service) parsePhone(raw, region string) (Phone, error) {
 	if region == "" {
 		region = s.cfg.DefaultRegion
 	}
-	return s.phones.parse(raw, strings.ToUpper(region))
+	return s.Phones.Parse(raw, strings.ToUpper(region))
 }

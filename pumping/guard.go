@@ -192,40 +192,6 @@ const (
 	verdictAskAgain = 3
 )
 
-// signalFor is what a call tells decide.lua of the caller networks'
-// signal: in one merged call it reads them itself; when the groups are
-// called apart (Cluster, or a number homed in another region) the
-// destination's call is told what this replica last heard, or "?".
-func (g *Guard) signalFor(grp group, split bool, ip netip.Addr, now time.Time) string {
-	if !(split || g.cluster) || grp.record == "" {
-		return ""
-	}
-	k := signalKey(ip)
-	if _, ok := g.netSignal.get("+"+k, now); ok {
-		return "1"
-	}
-	if _, ok := g.netSignal.get("-"+k, now); ok {
-		return "0"
-	}
-	return "?"
-}
-
-// signalTTL is how long a replica trusts what it heard of a network's
-// signal.
-const signalTTL = time.Minute
-
-func (g *Guard) noteSignal(ip netip.Addr, sig int64, now time.Time) {
-	k := signalKey(ip)
-	switch sig {
-	case 1:
-		g.netSignal.drop("-" + k)
-		g.netSignal.put("+"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
-	case 0:
-		g.netSignal.drop("+" + k)
-		g.netSignal.put("-"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
-	}
-}
-
 // reservation is the Ticket of an otp.PumpingReservation.
 type reservation struct {
 	phone string
@@ -433,74 +399,6 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 		}
 	}
 	return first
-}
-
-// Sent counts a text the provider accepted, and its estimated cost.
-func (g *Guard) Sent(phone otp.Phone) {
-	c := countryOf(phone)
-	g.m.texts.WithLabelValues(c).Inc()
-	g.m.spend.WithLabelValues(c).Add(float64(g.cfg.Spend.price(c)) / 1e6)
-}
-
-// Approved credits the destination, then the networks that asked for the
-// text (kept in the phone's record; they may differ from the verifier's).
-func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
-	g.m.approvals.WithLabelValues(countryOf(phone)).Inc()
-	if g.cfg.Mode == ModeOff {
-		return nil
-	}
-	d := g.destination(phone)
-	_, tail := returningBlock(phone)
-	keys, hasCountry := g.approvalKeys(d)
-	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d",
-		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + flag(hasCountry)}
-	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, keys, args...).Slice()
-	if err != nil {
-		return fmt.Errorf("pumping: approve: %w", err)
-	}
-	if len(reply) != 2 {
-		return fmt.Errorf("pumping: approve: unexpected reply %v", reply)
-	}
-	netid, _ := reply[1].(string)
-	if credited, _ := reply[0].(int64); credited != 1 || netid == "" {
-		return nil
-	}
-	ip, err := netip.ParseAddr(netid)
-	if err != nil {
-		return nil // a record from another version: nothing to credit
-	}
-	c := g.caller(ip, countryOf(phone))
-	if len(c.subjects) == 0 {
-		return nil
-	}
-	args[4] = "n"
-	if err := g.scripts.Run(ctx, approveScript, c.keys(), args...).Err(); err != nil {
-		return fmt.Errorf("pumping: approve networks: %w", err)
-	}
-	return nil
-}
-
-// approvalKeys are the destination group's keys with the phone's returning
-// block last, as approve.lua reads them (the country, when on, just before
-// it); a group without a country rule still passes a block (never written)
-// to keep the shape.
-func (g *Guard) approvalKeys(d group) ([]string, bool) {
-	keys := []string{d.record}
-	ret := d.record + ":none"
-	hasCountry := false
-	for _, s := range d.subjects {
-		if s.kind == 'c' {
-			ret, hasCountry = s.ret, true
-			continue
-		}
-		keys = append(keys, s.key)
-	}
-	for _, s := range d.subjects {
-		if s.kind == 'c' {
-			keys = append(keys, s.key, s.challenged)
-		}
-	}
-	return append(keys, ret), hasCountry
 }
 
 func flag(b bool) string {

@@ -28,6 +28,7 @@ import (
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
 	"smsgw/otp/redisstore"
+	"smsgw/phonecache"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
 	"smsgw/region"
@@ -89,12 +90,13 @@ type App struct {
 	srv       *http.Server
 	// loops run under Run's errgroup, from start to shutdown.
 	loops []loop
-	// flush makes every queued audit row durable, once.
-	flush func(ctx context.Context) error
-	// closers release what New opened, last first.
-	closers   []func()
-	flushOnce sync.Once
-	flushErr  error
+	// stops undo what New started, last first and once (stop): the audit
+	// writer's flush before the pool it writes to, clients after the parts
+	// that use them. Run ends with them once the server and the loops have
+	// stopped; Close runs them if Run never did.
+	stops    []func(ctx context.Context) error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // loop is a background task that runs until its context ends.
@@ -125,7 +127,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			return nil, err
 		}
 	}
-	a := &App{cfg: cfg, log: log, flush: func(context.Context) error { return nil }}
+	a := &App{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -185,7 +187,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		if rdb, err = redisconn.New(cfg.redis()); err != nil {
 			return nil, err
 		}
-		a.closers = append(a.closers, func() { rdb.Close() })
+		a.onClose(func() { rdb.Close() })
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			log.Warn("redis is not answering; sends answer 503 until it does", "err", err)
 		}
@@ -264,6 +266,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Challenge:   verifier,
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
+		Phones:      phonecache.New(1 << 16),
 	}, log)
 
 	// Providers bring their own endpoints; the API mounts them.
@@ -303,7 +306,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	if err != nil {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
-	a.closers = append(a.closers, func() { a.ln.Close() })
+	a.onClose(func() { a.ln.Close() })
 	a.srv = &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -322,7 +325,8 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // Run serves HTTP and runs every background loop until ctx ends or the
 // server fails, then shuts down in order: stop taking requests, finish
 // in-flight ones (within server.shutdown_timeout), stop the loops and wait
-// for them, make every queued audit row durable.
+// for them, make every queued audit row durable, then close what New
+// opened (stop).
 func (a *App) Run(ctx context.Context) error {
 	// The loops outlive ctx: in-flight requests still use them while the
 	// server drains.
@@ -361,49 +365,42 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	stopLoops()
 	_ = g.Wait() // the loops log their own failures; the server's is runErr
-	if err := a.flushAudit(sctx); err != nil && runErr == nil {
+	if err := a.stop(sctx); err != nil && runErr == nil {
 		runErr = err
 	}
 	a.log.Info("shutdown complete")
 	return runErr
 }
 
-func (a *App) flushAudit(ctx context.Context) error {
-	a.flushOnce.Do(func() { a.flushErr = a.flush(ctx) })
-	return a.flushErr
+// onStop adds a step to the shutdown: fn undoes what was just started.
+func (a *App) onStop(fn func(ctx context.Context) error) { a.stops = append(a.stops, fn) }
+
+// onClose is onStop for what cannot fail.
+func (a *App) onClose(fn func()) {
+	a.onStop(func(context.Context) error { fn(); return nil })
 }
 
-// Close releases what New opened. After Run it only closes connections; an
-// App that never ran has its audit queue flushed first.
+// stop runs the shutdown steps, last first, once; its error is the first
+// step's that failed (only the audit flush can).
+func (a *App) stop(ctx context.Context) error {
+	a.stopOnce.Do(func() {
+		for i := len(a.stops) - 1; i >= 0; i-- {
+			if err := a.stops[i](ctx); err != nil && a.stopErr == nil {
+				a.stopErr = err
+			}
+		}
+		a.stops = nil
+	})
+	return a.stopErr
+}
+
+// Close releases what New opened, if Run has not: an App that never ran
+// has its audit queue flushed, then its connections closed.
 func (a *App) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownTimeout.Duration)
 	defer cancel()
-	if err := a.flushAudit(ctx); err != nil {
+	if err := a.stop(ctx); err != nil {
 		a.log.Error("audit rows not flushed", "err", err)
-	}
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		a.closers[i]()
-	}
-	a.closers = nil
-}
-
-// domain is what the send and verify flows need of the configuration.
-func (c *Config) domain() otp.Config {
-	return otp.Config{
-		DefaultRegion: c.Phone.DefaultRegion,
-		IPv6Prefix:    c.Limits.IPv6Prefix,
-		IPRules:       rules(c.Limits.IP),
-		PhoneRules:    rules(c.Limits.Phone),
-		VerifyIPRules: rules(c.Limits.VerifyIP),
-		CountryRules:  rules(c.Limits.Country),
-		PrefixRules:   c.prefixRules,
-		GlobalRules:   rules(c.Limits.Global),
-		Policy:        c.policy(),
-		CodeLength:    c.OTP.Length,
-		CodeTTL:       c.OTP.TTL.Duration,
-		MaxAttempts:   c.OTP.MaxAttempts,
-		SendTimeout:   c.Sender.Timeout.Duration,
-		TestNumbers:   c.TestNumbers,
 	}
 }
 
@@ -422,7 +419,7 @@ func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (pos
 	if err != nil {
 		return postgres{}, fmt.Errorf("postgres.url: %w", err)
 	}
-	a.closers = append(a.closers, pool.Close)
+	a.onClose(pool.Close)
 	writer, err := audit.NewWriter(pool, audit.Options{
 		QueueSize: cfg.Audit.QueueSize, BatchSize: cfg.Audit.BatchSize,
 		SpoolDir: cfg.Audit.SpoolDir, SpoolMaxBytes: cfg.Audit.SpoolMaxBytes, WriteTimeout: cfg.Audit.WriteTimeout.Duration,
@@ -432,7 +429,7 @@ func (a *App) startPostgres(ctx context.Context, reg prometheus.Registerer) (pos
 	if err != nil {
 		return postgres{}, err
 	}
-	a.flush = writer.Close
+	a.onStop(writer.Close)
 	if err := Migrate(ctx, cfg, a.log); err != nil {
 		a.log.Error("Postgres is not reachable: serving anyway, audit rows are spooled locally until it is", "err", err)
 		writer.SetPostgresReady(false)

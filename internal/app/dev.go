@@ -76,7 +76,7 @@ func (a *App) startDev(stderr io.Writer) (*redis.Client, error) {
 	if err := mr.Start(); err != nil {
 		return nil, fmt.Errorf("dev redis: %w", err)
 	}
-	a.closers = append(a.closers, mr.Close)
+	a.onClose(mr.Close)
 	// miniredis only ages keys when told to; let its TTLs follow the wall clock.
 	a.loops = append(a.loops, loop{"dev redis clock", func(ctx context.Context) error {
 		tick := time.NewTicker(time.Second)
@@ -91,7 +91,7 @@ func (a *App) startDev(stderr io.Writer) (*redis.Client, error) {
 		}
 	}})
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	a.closers = append(a.closers, func() { rdb.Close() })
+	a.onClose(func() { rdb.Close() })
 	fmt.Fprint(stderr, devBannerFor(a.cfg.Pumping.Mode))
 	return rdb, nil
 }

@@ -83,7 +83,7 @@ func (r *RegionConfig) validate(local RedisConfig) error {
 			return &keyError{key + ".url", "must be set (or cluster_addrs, or sentinel_master with sentinel_addrs)"}
 		}
 		if err := rc.options("").Validate(); err != nil {
-			return fmt.Errorf("%s.%s", key, strings.TrimPrefix(err.Error(), "redis."))
+			return redisKeyError(key, err)
 		}
 		if strings.ContainsAny(rc.KeyPrefix, "{}") {
 			return &keyError{key + ".key_prefix", "must not contain { or }"}
@@ -144,7 +144,7 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		if err != nil {
 			return nil, fmt.Errorf("region.redis.%s: %w", name, err)
 		}
-		a.closers = append(a.closers, func() { rdb.Close() })
+		a.onClose(func() { rdb.Close() })
 		scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: r.Pipelines, Timeout: r.Timeout.Duration, MinReplicas: r.MinReplicasAcked})
 		limiter := ratelimit.New(rdb, r.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
 			ReservationLease: max(5*time.Second, 4*r.Timeout.Duration)})

@@ -38,12 +38,8 @@ func BenchmarkFlood(b *testing.B) {
 	attack := envDuration(b, "SMSGW_FLOOD_ATTACK", 30*time.Second)
 	conns := envInt(b, "SMSGW_BENCH_CONNECTIONS", 64)
 	_, prefix := testenv.Redis(b)
-	dsn := testenv.MigratedDatabase(b)
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
+	pool := testenv.Pool(b)
+	dsn := pool.Config().ConnString()
 	if _, err := pool.Exec(context.Background(), "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
 		b.Fatalf("pg_walinspect (PostgreSQL 15 contrib) is needed to tell this database's WAL apart: %v", err)
 	}

@@ -5,7 +5,6 @@ package redisconn
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -71,6 +70,24 @@ func (o Options) Topology() Topology {
 	}
 }
 
+// KeyError is a setting Validate refuses, with its key under [redis]
+// ("url", "sentinel_addrs[1]") apart from the message, so that a caller can
+// name the key where it came from (an environment variable, a region's
+// [region.redis.<name>]) without cutting the text.
+type KeyError struct {
+	Key string
+	Msg string
+	Err error // what the message came from, if anything
+}
+
+func (e *KeyError) Error() string { return "redis." + e.Key + ": " + e.Msg }
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func keyErr(key, format string, a ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, a...)}
+}
+
 // Validate checks the settings the way the configuration needs it, naming
 // the key at fault.
 func (o Options) Validate() error {
@@ -79,31 +96,31 @@ func (o Options) Validate() error {
 		return err
 	}
 	if o.Timeout <= 0 {
-		return errors.New("redis.timeout: must be positive")
+		return keyErr("timeout", "must be positive")
 	}
 	if o.PoolSize < 0 {
-		return errors.New("redis.pool_size: must not be negative")
+		return keyErr("pool_size", "must not be negative")
 	}
 	if len(o.ClusterAddrs) > 0 && (o.SentinelMaster != "" || len(o.SentinelAddrs) > 0) {
-		return errors.New("redis.cluster_addrs: set either cluster_addrs or sentinel_master with sentinel_addrs, not both")
+		return keyErr("cluster_addrs", "set either cluster_addrs or sentinel_master with sentinel_addrs, not both")
 	}
 	if (o.SentinelMaster == "") != (len(o.SentinelAddrs) == 0) {
 		if o.SentinelMaster == "" {
-			return errors.New("redis.sentinel_master: must be set with sentinel_addrs (the name the sentinels monitor)")
+			return keyErr("sentinel_master", "must be set with sentinel_addrs (the name the sentinels monitor)")
 		}
-		return errors.New("redis.sentinel_addrs: must list the sentinels (host:port) with sentinel_master")
+		return keyErr("sentinel_addrs", "must list the sentinels (host:port) with sentinel_master")
 	}
-	if err := checkAddrs("redis.sentinel_addrs", o.SentinelAddrs); err != nil {
+	if err := checkAddrs("sentinel_addrs", o.SentinelAddrs); err != nil {
 		return err
 	}
-	if err := checkAddrs("redis.cluster_addrs", o.ClusterAddrs); err != nil {
+	if err := checkAddrs("cluster_addrs", o.ClusterAddrs); err != nil {
 		return err
 	}
 	if len(o.ClusterAddrs) > 0 && u.db != 0 {
-		return fmt.Errorf("redis.url: Redis Cluster has only db 0, got db %d", u.db)
+		return keyErr("url", "Redis Cluster has only db 0, got db %d", u.db)
 	}
 	if u.scheme == "unix" && o.Topology() != Single {
-		return errors.New("redis.url: a unix socket cannot be used with Sentinel or Cluster")
+		return keyErr("url", "a unix socket cannot be used with Sentinel or Cluster")
 	}
 	return nil
 }
@@ -112,10 +129,10 @@ func checkAddrs(key string, addrs []string) error {
 	for i, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" {
-			return fmt.Errorf("%s[%d]: want host:port, got %q", key, i, a)
+			return keyErr(fmt.Sprintf("%s[%d]", key, i), "want host:port, got %q", a)
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%s[%d]: bad port in %q", key, i, a)
+			return keyErr(fmt.Sprintf("%s[%d]", key, i), "bad port in %q", a)
 		}
 	}
 	return nil
@@ -131,7 +148,7 @@ type parsedURL struct {
 func parseURL(raw string) (parsedURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-		return parsedURL{}, fmt.Errorf("redis.url: want redis://host:port/db or rediss://host:port/db, got %q", raw)
+		return parsedURL{}, keyErr("url", "want redis://host:port/db or rediss://host:port/db, got %q", raw)
 	}
 	p := parsedURL{scheme: u.Scheme}
 	if u.User != nil {
@@ -140,14 +157,14 @@ func parseURL(raw string) (parsedURL, error) {
 	}
 	if u.Scheme == "unix" {
 		if _, err := redis.ParseURL(raw); err != nil {
-			return parsedURL{}, fmt.Errorf("redis.url: %w", err)
+			return parsedURL{}, &KeyError{Key: "url", Msg: err.Error(), Err: err}
 		}
 		return p, nil
 	}
 	if db := strings.Trim(u.Path, "/"); db != "" {
 		p.db, err = strconv.Atoi(db)
 		if err != nil || p.db < 0 {
-			return parsedURL{}, fmt.Errorf("redis.url: db must be a number, got %q", db)
+			return parsedURL{}, keyErr("url", "db must be a number, got %q", db)
 		}
 	}
 	return p, nil

@@ -159,3 +159,12 @@ func MigratedDatabase(t testing.TB) string {
 	}
 	return dsn
 }
+
+// DeadRedis is a client to a Redis that is not there (nothing listens on
+// port 1): every call fails fast, without retries, as when Redis is down.
+func DeadRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}

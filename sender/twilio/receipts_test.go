@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"smsgw/audit"
@@ -24,11 +23,7 @@ import (
 // row's delivery status. (The e2e tests drive it over HTTP in the binary.)
 func TestReceipts(t *testing.T) {
 	const public = "https://sms.example.com/v1/webhooks/twilio/status"
-	pool, err := pgxpool.New(context.Background(), testenv.MigratedDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testenv.Pool(t)
 	reader := audit.NewReader(pool)
 	p, err := New(Config{AccountSID: testSID, AuthToken: testToken, MessagingServiceSID: testMG, StatusCallbackURL: public})
 	if err != nil {

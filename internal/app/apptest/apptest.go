@@ -1,7 +1,7 @@
-// Package otptest runs the real service for tests, built by the composition
+// Package apptest runs the real service for tests, built by the composition
 // root (internal/app) from the shipped defaults: real Redis limiter and code
 // store, the fake provider.
-package otptest
+package apptest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package otp_test
+package apptest_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"smsgw/internal/app"
+	"smsgw/internal/app/apptest"
 	"smsgw/otp"
-	"smsgw/otp/otptest"
 	"smsgw/pumping"
 )
 
 // pumpingService is a test service with the shipped pumping rules.
-func pumpingService(t *testing.T, edit func(*pumping.Config), o otptest.Options) otptest.Service {
+func pumpingService(t *testing.T, edit func(*pumping.Config), o apptest.Options) apptest.Service {
 	t.Helper()
 	cfg := pumping.DefaultConfig()
 	if edit != nil {
@@ -29,7 +29,7 @@ func pumpingService(t *testing.T, edit func(*pumping.Config), o otptest.Options)
 			c.TestNumbers = []otp.TestNumber{{Phone: "+14155550100", Code: "246810"}}
 		}
 	}
-	return otptest.New(t, o)
+	return apptest.New(t, o)
 }
 
 func errCode(err error) string { return otp.ErrorCode(err) }
@@ -37,7 +37,7 @@ func errCode(err error) string { return otp.ErrorCode(err) }
 func TestPumpingFlow(t *testing.T) {
 	ctx := context.Background()
 	t.Run("a held range is refused, its windows given back", func(t *testing.T) {
-		s := pumpingService(t, nil, otptest.Options{})
+		s := pumpingService(t, nil, apptest.Options{})
 		for i := 0; i < 2; i++ {
 			if _, err := s.Send(ctx, sendReq(fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))); err != nil {
 				t.Fatal(err)
@@ -60,7 +60,7 @@ func TestPumpingFlow(t *testing.T) {
 		}
 	})
 	t.Run("shadow mode texts and says what it would refuse", func(t *testing.T) {
-		s := pumpingService(t, func(c *pumping.Config) { c.Mode = pumping.ModeShadow }, otptest.Options{})
+		s := pumpingService(t, func(c *pumping.Config) { c.Mode = pumping.ModeShadow }, apptest.Options{})
 		var last otp.SendResult
 		for i := 0; i < 4; i++ {
 			res, err := s.Send(ctx, sendReq(fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i)))
@@ -74,7 +74,7 @@ func TestPumpingFlow(t *testing.T) {
 		}
 	})
 	t.Run("overrides", func(t *testing.T) {
-		s := pumpingService(t, nil, otptest.Options{})
+		s := pumpingService(t, nil, apptest.Options{})
 		exp := time.Now().Add(time.Hour)
 		for _, o := range []otp.Override{
 			{Target: "+4474001000", Action: otp.OverrideAllow, ExpiresAt: exp},
@@ -95,7 +95,7 @@ func TestPumpingFlow(t *testing.T) {
 		}
 	})
 	t.Run("test numbers are never texted and consume nothing", func(t *testing.T) {
-		s := pumpingService(t, nil, otptest.Options{})
+		s := pumpingService(t, nil, apptest.Options{})
 		for i := 0; i < 8; i++ {
 			if _, err := s.Send(ctx, sendReq("(415) 555-0100", "198.51.100.1")); err != nil {
 				t.Fatalf("send %d: %v", i, err)
@@ -112,7 +112,7 @@ func TestPumpingFlow(t *testing.T) {
 		}
 	})
 	t.Run("a refused text releases its pumping count", func(t *testing.T) {
-		s := pumpingService(t, nil, otptest.Options{})
+		s := pumpingService(t, nil, apptest.Options{})
 		for i := 0; i < 4; i++ { // the fake provider refuses +1201...
 			if _, err := s.Send(ctx, sendReq(fmt.Sprintf("+12015550%03d", i), fmt.Sprintf("198.51.100.%d", i))); errCode(err) != otp.EProviderError {
 				t.Fatalf("send %d: %v", i, err)
@@ -123,7 +123,7 @@ func TestPumpingFlow(t *testing.T) {
 		}
 	})
 	t.Run("approvals earn the range room", func(t *testing.T) {
-		s := pumpingService(t, nil, otptest.Options{})
+		s := pumpingService(t, nil, apptest.Options{})
 		for i := 0; i < 6; i++ {
 			phone := fmt.Sprintf("+4474001000%02d", i)
 			if _, err := s.Send(ctx, sendReq(phone, fmt.Sprintf("198.51.100.%d", i))); err != nil {
@@ -142,7 +142,7 @@ func TestChallengeInsteadOfRefusal(t *testing.T) {
 		fmt.Fprintf(w, `{"success": %v}`, r.PostForm.Get("response") == "human")
 	}))
 	t.Cleanup(vendor.Close)
-	s := pumpingService(t, nil, otptest.Options{ChallengeSecret: "secret-key", Config: func(c *app.Config) {
+	s := pumpingService(t, nil, apptest.Options{ChallengeSecret: "secret-key", Config: func(c *app.Config) {
 		ch := &c.Pumping.Challenge
 		ch.Provider, ch.SiteKey, ch.VerifyURL, ch.Timeout.Duration = "hcaptcha", "site", vendor.URL, 5*time.Second
 	}})

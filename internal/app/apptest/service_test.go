@@ -1,22 +1,21 @@
-package otp_test
+package apptest_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"smsgw/internal/app"
+	"smsgw/internal/app/apptest"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/otptest"
 	"smsgw/sender"
 	"smsgw/sender/fake"
 )
@@ -59,7 +58,7 @@ func lastCode(t *testing.T, box *fake.Provider, phone string) string {
 }
 
 func TestSendTextsACode(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	res, err := s.Send(context.Background(), sendReq("(415) 555-2671", "198.51.100.7"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +76,7 @@ func TestSendTextsACode(t *testing.T) {
 }
 
 func TestSendRefusals(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
 	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
 		t.Fatal(err)
@@ -109,7 +108,7 @@ func TestSendRefusals(t *testing.T) {
 }
 
 func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
 	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
 		t.Fatal(err)
@@ -128,7 +127,7 @@ func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
 }
 
 func TestRefusedTextGivesQuotaBackAndLeavesNoCode(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
 	// +1201 is refused by the fake provider; each refusal must give the
 	// phone's single per-minute send back, and the IP's too.
@@ -155,7 +154,7 @@ func (unsure) Send(context.Context, string, string) (string, error) {
 
 func TestUnknownOutcomeKeepsQuotaAndDoesNotFailOver(t *testing.T) {
 	box := fake.New(10, nil, nil)
-	s := otptest.New(t, otptest.Options{Providers: []sender.Named{{Name: "unsure", Provider: unsure{}}, {Name: "fake", Provider: box}}})
+	s := apptest.New(t, apptest.Options{Providers: []sender.Named{{Name: "unsure", Provider: unsure{}}, {Name: "fake", Provider: box}}})
 	ctx := context.Background()
 	res, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.30"))
 	if otp.ErrorCode(err) != otp.EProviderError || res.Reason != "timeout" || res.Receipt.Provider != "unsure" {
@@ -170,9 +169,8 @@ func TestUnknownOutcomeKeepsQuotaAndDoesNotFailOver(t *testing.T) {
 }
 
 func TestRedisDownFailsClosed(t *testing.T) {
-	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
-	defer dead.Close()
-	s := otptest.New(t, otptest.Options{Redis: dead})
+	dead := testenv.DeadRedis(t)
+	s := apptest.New(t, apptest.Options{Redis: dead})
 	if _, err := s.Send(context.Background(), sendReq("+14155552671", "198.51.100.40")); otp.ErrorCode(err) != otp.EUnavailable {
 		t.Fatalf("send: %v, want unavailable", err)
 	}
@@ -185,7 +183,7 @@ func TestRedisDownFailsClosed(t *testing.T) {
 }
 
 func TestIPv6ClientsCountPerPrefix(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
 	phones := []string{"+14155552671", "+14155552672", "+14155552673", "+14155552674", "+14155552675", "+14155552676"}
 	addrs := []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9", "2001:db8:1:2::4", "2001:db8:1:2::5"}
@@ -264,7 +262,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := otptest.New(t, otptest.Options{})
+			s := apptest.New(t, apptest.Options{})
 			ctx := context.Background()
 			right := ""
 			for i, st := range tt.steps {
@@ -317,7 +315,7 @@ func wrongCode(right string) string {
 }
 
 func TestResendKeepsCodeAndAttempts(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) {
 		c.Limits.Phone = windows(otp.Rule{Window: time.Minute, Max: 10})
 		c.OTP.TTL.Duration = 2 * time.Second
 	}})
@@ -354,7 +352,7 @@ func TestResendKeepsCodeAndAttempts(t *testing.T) {
 }
 
 func TestCodeExpires(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.OTP.TTL.Duration = time.Second }})
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) { c.OTP.TTL.Duration = time.Second }})
 	ctx := context.Background()
 	const phone = "+14155552671"
 	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.70")); err != nil {
@@ -372,52 +370,35 @@ func TestCodeExpires(t *testing.T) {
 // invalid_code exactly max_attempts times, and the right code afterwards
 // finds nothing.
 func TestRacingWrongGuessesGetExactlyMaxAttempts(t *testing.T) {
-	s := otptest.New(t, otptest.Options{})
+	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
 	const phone = "+14155552671"
 	if _, err := s.Send(ctx, sendReq(phone, "198.51.100.80")); err != nil {
 		t.Fatal(err)
 	}
 	right := lastCode(t, s.Outbox, phone)
-	var invalid, none atomic.Int64
-	lefts := make(chan int, 100)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			res, err := s.Verify(ctx, verifyReq(phone, fmt.Sprintf("%06d", (i*7919)%1000000), fmt.Sprintf("10.2.%d.%d", i/200, i%200)))
-			switch otp.ErrorCode(err) {
-			case otp.EInvalidCode:
-				invalid.Add(1)
-				lefts <- res.AttemptsLeft
-			case otp.ENoPendingCode:
-				none.Add(1)
-			default:
-				if err == nil {
-					t.Errorf("guess %d approved", i) // astronomically unlikely, and a bug if not a match
-				} else {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	close(lefts)
-	if invalid.Load() != 5 || none.Load() != 95 {
-		t.Fatalf("invalid_code %d, no_pending_code %d; want 5 and 95", invalid.Load(), none.Load())
-	}
-	seen := map[int]bool{}
-	for l := range lefts {
-		seen[l] = true
-	}
-	for l := 0; l < 5; l++ {
-		if !seen[l] {
-			t.Fatalf("attempts_left answers %v: each of 4..0 exactly once", seen)
+	got := testenv.Race(t, 100, func(i int) string {
+		res, err := s.Verify(ctx, verifyReq(phone, fmt.Sprintf("%06d", (i*7919)%1000000), fmt.Sprintf("10.2.%d.%d", i/200, i%200)))
+		switch otp.ErrorCode(err) {
+		case otp.EInvalidCode:
+			return fmt.Sprintf("invalid_code, %d left", res.AttemptsLeft)
+		case otp.ENoPendingCode:
+			return "no_pending_code"
 		}
+		if err == nil {
+			t.Errorf("guess %d approved", i) // astronomically unlikely, and a bug if not a match
+		} else {
+			t.Error(err)
+		}
+		return "other"
+	})
+	// Five invalid_code answers, with attempts_left each of 4..0 exactly once.
+	want := map[string]int{"no_pending_code": 95}
+	for l := 0; l < 5; l++ {
+		want[fmt.Sprintf("invalid_code, %d left", l)] = 1
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("answers %v; want %v", got, want)
 	}
 	if _, err := s.Verify(ctx, verifyReq(phone, right, "198.51.100.81")); otp.ErrorCode(err) != otp.ENoPendingCode {
 		t.Fatalf("right code after lockout: %v", err)
@@ -425,7 +406,7 @@ func TestRacingWrongGuessesGetExactlyMaxAttempts(t *testing.T) {
 }
 
 func TestVerifyLimitPerIP(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) {
 		c.Limits.VerifyIP = windows(otp.Rule{Window: time.Minute, Max: 3})
 	}})
 	ctx := context.Background()
@@ -448,7 +429,7 @@ func TestVerifyLimitPerIP(t *testing.T) {
 // TestNoCodeInClear sends, resends and verifies, then scans every Redis key
 // and value the service wrote for the code, in its digits and in the text.
 func TestNoCodeInClear(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
 	ctx := context.Background()
 	var codes []string
 	for i := 0; i < 5; i++ {
@@ -494,7 +475,7 @@ func TestNoCodeInClear(t *testing.T) {
 // pending code can be neither opened nor matched; a resend texts a new code
 // in its place and keeps the attempt count.
 func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
-	before := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
+	before := apptest.New(t, apptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	ctx := context.Background()
 	const phone = "+14155552671"
 	if _, err := before.Send(ctx, sendReq(phone, "198.51.100.110")); err != nil {
@@ -503,7 +484,7 @@ func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
 	old := lastCode(t, before.Outbox, phone)
 	before.Verify(ctx, verifyReq(phone, wrongCode(old), "198.51.100.110"))
 
-	after := otptest.New(t, otptest.Options{Redis: before.Redis, Prefix: before.Prefix, Secret: strings.Repeat("r", 40),
+	after := apptest.New(t, apptest.Options{Redis: before.Redis, Prefix: before.Prefix, Secret: strings.Repeat("r", 40),
 		Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	if _, err := after.Send(ctx, sendReq(phone, "198.51.100.111")); err != nil {
 		t.Fatal(err)
@@ -525,7 +506,7 @@ func TestRotatedSecretReplacesThePendingCode(t *testing.T) {
 }
 
 func TestIdempotentSends(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) { c.Limits.Phone = nil }})
 	ctx := context.Background()
 	req := func(key, phone string) otp.SendRequest {
 		r := sendReq(phone, "198.51.100.120")
@@ -563,32 +544,17 @@ func TestIdempotentSends(t *testing.T) {
 // TestRacingIdempotentSendsTextOnce: 50 requests with one key at once get one
 // text and the same answer.
 func TestRacingIdempotentSendsTextOnce(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	ids := make(chan string, 50)
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			r := sendReq("+14155552671", "198.51.100.121")
-			r.RequestID, r.IdempotencyKey = fmt.Sprintf("req-%d", i), "race"
-			res, err := s.Send(context.Background(), r)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ids <- res.RequestID + "/" + res.Receipt.MessageID
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	close(ids)
-	seen := map[string]int{}
-	for id := range ids {
-		seen[id]++
-	}
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) { c.Limits.Phone, c.Limits.IP = nil, nil }})
+	seen := testenv.Race(t, 50, func(i int) string {
+		r := sendReq("+14155552671", "198.51.100.121")
+		r.RequestID, r.IdempotencyKey = fmt.Sprintf("req-%d", i), "race"
+		res, err := s.Send(context.Background(), r)
+		if err != nil {
+			t.Error(err)
+			return "error"
+		}
+		return res.RequestID + "/" + res.Receipt.MessageID
+	})
 	if len(seen) != 1 {
 		t.Fatalf("answers %v: want one answer for all", seen)
 	}
@@ -617,7 +583,7 @@ func TestPhonePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+			s := apptest.New(t, apptest.Options{Config: func(c *app.Config) {
 				c.Phone.AllowedTypes, c.Phone.AllowedCountries, c.Phone.DeniedCountries = tt.policy.AllowedTypes, tt.policy.AllowedCountries, tt.policy.DeniedCountries
 			}})
 			ctx := context.Background()
@@ -657,7 +623,7 @@ func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := otptest.New(t, otptest.Options{Config: tt.config})
+			s := apptest.New(t, apptest.Options{Config: tt.config})
 			ctx := context.Background()
 			for i, p := range tt.phones {
 				_, err := s.Send(ctx, sendReq(p, fmt.Sprintf("198.51.100.%d", 140+i)))
@@ -675,7 +641,7 @@ func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 		})
 	}
 	// Another country and another range are other subjects.
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) {
 		c.Limits.Country = windows(otp.Rule{Window: time.Minute, Max: 1})
 		c.Limits.Prefix = []app.LimitRule{{Digits: 5, Window: app.Duration{Duration: time.Minute}, Max: 1}}
 	}})
@@ -689,7 +655,7 @@ func TestCountryPrefixAndGlobalSubjects(t *testing.T) {
 // Every window of a decision has its own RateLimit-Policy name, also when
 // two subjects share a scope and a window length.
 func TestPolicyNamesAreUnique(t *testing.T) {
-	s := otptest.New(t, otptest.Options{Config: func(c *app.Config) {
+	s := apptest.New(t, apptest.Options{Config: func(c *app.Config) {
 		hour := app.Duration{Duration: time.Hour}
 		c.Limits.Prefix = []app.LimitRule{{Digits: 5, Window: hour, Max: 50}, {Digits: 7, Window: hour, Max: 2}}
 		c.Limits.Country = windows(otp.Rule{Window: time.Hour, Max: 1000})
