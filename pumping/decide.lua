@@ -33,13 +33,7 @@
 -- over either budget is restricted for `restrict_ms`: sends without a sign
 -- of a real user are refused, the others are served and counted in the
 -- country hash (fields rs since, rx until, ru/rb/rh why, nq refused, nr/nn/nc
--- served by a returning number, a network, a solved challenge, nv refused
--- since rx was last set). Refused sends are not counted, so a held attack
--- would get a budget's worth through each time a restriction runs out: an
--- unsignalled send within restrict_ms after it ran out renews it (rx only,
--- nv reset) when the country has a learned day (pk > 0; on a launch day its
--- unsignalled real users would hold it shut) and nv > renewk * (floor +
--- ratio * the last hour's approvals) * restrict_ms / bucket_ms.
+-- served by a returning number, a network, a solved challenge).
 --
 -- KEYS     the group's keys, read in order by the kinds in ARGV
 -- ARGV[1]  now in ms, or "" for Redis TIME (only the simulation passes one)
@@ -120,8 +114,6 @@ local oldest = cur - nb + 1
 local day = math.floor(cur / nb)
 local window = bucket * nb
 local keep = 2 * window
--- How many times the hour budget's worth of refusals renews a restriction.
-local renewk = 2
 
 -- load reads a subject in one call and moves its window to now, dropping the
 -- buckets that left it, and refreshes its learned baseline once a day. The
@@ -358,26 +350,14 @@ for i = 1, n do
       local overh = st.uh + add > bh
       if overh and not over then u, budget = st.uh, bh end
       if over or overh then
-        local f = {'rx', now + restrict, 'nv', 0}
+        local f = {'rx', now + restrict}
         if not restricted then
-          f = {'rx', now + restrict, 'nv', 0, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
+          f = {'rx', now + restrict, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
             'rh', (overh and not over) and 1 or 0, 'nq', 0, 'nr', 0, 'nn', 0, 'nc', 0}
         end
         st.trip = f
         st.rx = now + restrict
         restricted = true
-      elseif not restricted and add == 1 and st.rx ~= nil and now < st.rx + restrict and st.pk > 0 then
-        -- Renewal by pressure: a restriction just ended whose refused
-        -- sends (nv, since rx was last set) are over twice what the hour budget
-        -- would have let through over the same time goes on, keeping its
-        -- since and counters: the refused were not counted, so u decayed,
-        -- and a held attack would otherwise get a budget's worth per cycle.
-        local nv = tonumber(redis.call('HGET', st.key, 'nv')) or 0
-        if nv > renewk * bh * restrict / bucket then
-          st.trip = {'rx', now + restrict, 'nv', 0}
-          st.rx = now + restrict
-          restricted = true
-        end
       end
       st.refuse = (over or overh or (restricted and add == 1)) and mode ~= 2
       st.add = add
@@ -437,7 +417,6 @@ if rule > 0 and mode ~= 1 then
     end
     if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
     redis.call('HINCRBY', st.key, 'nq', 1)
-    redis.call('HINCRBY', st.key, 'nv', 1)
   end
   return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0, sigout, 0}
 end
