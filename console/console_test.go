@@ -22,12 +22,12 @@ import (
 
 	"smsgw/api"
 	"smsgw/audit"
+	"smsgw/codestore"
 	"smsgw/console"
 	"smsgw/internal/app/apptest"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/redisstore"
 	"smsgw/pumping"
 )
 
@@ -75,7 +75,7 @@ func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
 	con := console.New(log, console.Options{AdminToken: token, DefaultRegion: "US", MaxAttempts: 5,
 		ClientIP: ips.Resolve, StatusOf: api.StatusOf, Now: clock.Now,
 		TextPrice: func(string) float64 { return 0.05 }},
-		console.Deps{Support: svc.Service, Codes: redisstore.New(svc.Redis, svc.Prefix, redisbatch.New(svc.Redis, redisbatch.Options{})),
+		console.Deps{Support: svc.Service, Codes: codestore.New(svc.Redis, svc.Prefix, redisbatch.New(svc.Redis, redisbatch.Options{})),
 			AuditLog: w, Audit: reader, Metrics: reg, Failures: failures, Pumping: admin})
 	mux := http.NewServeMux()
 	mux.Handle("/console", con)

@@ -10,11 +10,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/codestore"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/otp/redisstore"
 	"smsgw/ratelimit"
 )
 
@@ -35,7 +35,7 @@ func store(t *testing.T, name, addr string) Store {
 	t.Cleanup(func() { rdb.Close() })
 	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second})
 	return Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts}),
-		Codes: redisstore.New(rdb, prefix, scripts), Idempotency: redisstore.NewIdempotency(rdb, prefix)}
+		Codes: codestore.New(rdb, prefix, scripts), Idempotency: codestore.NewIdempotency(rdb, prefix)}
 }
 
 func newPair(t *testing.T, fallback int) pair {
@@ -52,7 +52,7 @@ func newPairWith(t *testing.T, fallback int, homesA, homesB Homes) pair {
 	homes := homesA
 	deployment := func(local Store, remote Store) *Deployment {
 		return New(Options{Homes: homes, Fallback: fallback, Local: local, Remote: []Store{remote},
-			FallbackCodes: redisstore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: redisstore.NewIdempotency(local.Redis, prefix+"fb:"),
+			FallbackCodes: codestore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
 			Prefix: prefix})
 	}
 	p.a = deployment(store(t, "a", ra.Addr), store(t, "b", p.aToB.Addr()))

@@ -23,11 +23,11 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/challenge"
+	"smsgw/codestore"
 	"smsgw/console"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
-	"smsgw/otp/redisstore"
 	"smsgw/phonecache"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
@@ -226,8 +226,8 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
 	var (
 		limits      otp.Limiter          = limiter
-		codes       region.CodeStore     = redisstore.New(rdb, cfg.Redis.KeyPrefix, scripts)
-		idempotency otp.IdempotencyStore = redisstore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
+		codes       region.CodeStore     = codestore.New(rdb, cfg.Redis.KeyPrefix, scripts)
+		idempotency otp.IdempotencyStore = codestore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
 		homeScripts func(country string) pumping.Scripts
 	)
 	if cfg.Region.Name != "" {

@@ -10,9 +10,9 @@ import (
 	"github.com/nyaruka/phonenumbers"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"smsgw/codestore"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redisconn"
-	"smsgw/otp/redisstore"
 	"smsgw/ratelimit"
 	"smsgw/region"
 )
@@ -150,7 +150,7 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 			ReservationLease: max(5*time.Second, 4*r.Timeout.Duration)})
 		a.loops = append(a.loops, loop{"limiter refusal cache of region " + name, limiter.Run})
 		remote = append(remote, region.Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: limiter,
-			Codes: redisstore.New(rdb, r.KeyPrefix, scripts), Idempotency: redisstore.NewIdempotency(rdb, r.KeyPrefix)})
+			Codes: codestore.New(rdb, r.KeyPrefix, scripts), Idempotency: codestore.NewIdempotency(rdb, r.KeyPrefix)})
 	}
 	dep := region.New(region.Options{
 		Homes:    region.NewHomes(rc.HomesVersion, rc.DefaultHome, rc.Homes, rc.PreviousHomes),
@@ -158,8 +158,8 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		Local:    local,
 		Remote:   remote,
 		// The fallback's codes and scopes, apart from the local numbers'.
-		FallbackCodes:       redisstore.New(local.Redis, prefix+"fb:", local.Scripts),
-		FallbackIdempotency: redisstore.NewIdempotency(local.Redis, prefix+"fb:"),
+		FallbackCodes:       codestore.New(local.Redis, prefix+"fb:", local.Scripts),
+		FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
 		Prefix:              prefix,
 		Log:                 a.log,
 	})

@@ -1,4 +1,4 @@
-package redisstore
+package codestore
 
 // The protocol of discard.lua, which deletes the pending code only if it is
 // still the one with this MAC. KEYS[1] is the phone's code hash

@@ -1,7 +1,7 @@
-// Package redisstore implements otp.CodeStore on Redis: one hash per phone
+// Package codestore implements otp.CodeStore on Redis: one hash per phone
 // holding the code's MAC, its sealed form and the wrong attempts, expiring
 // with the code.
-package redisstore
+package codestore
 
 import (
 	"context"
