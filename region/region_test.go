@@ -31,7 +31,7 @@ const prefix = "t:"
 
 func store(t *testing.T, name, addr string) Store {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second})
 	return Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts}),
