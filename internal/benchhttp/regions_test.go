@@ -48,6 +48,8 @@ key_prefix = "bench:"
 url = %q
 [audit]
 spool_dir = %q
+[sender]
+provider = "fake"
 [pumping]
 mode = "shadow"
 %s
