@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"smsgw/codestore"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
@@ -38,9 +37,7 @@ func newMesh(t *testing.T, fallback int, homes map[string]Homes) mesh {
 				remote = append(remote, store(t, to, p.Addr()))
 			}
 		}
-		m.regions[from] = New(Options{Homes: homes[from], Fallback: fallback, Local: local, Remote: remote,
-			FallbackCodes: codestore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
-			Prefix: prefix})
+		m.regions[from] = deploy(homes[from], fallback, local, remote...)
 	}
 	return m
 }
