@@ -55,29 +55,37 @@ net6_32 = 1000
 const oneWay = 70 * time.Millisecond
 
 // threeRegions is a deployment of three regions on one machine: "a" (a
-// Redis of its own) homes GB, "b" (a Redis of its own) homes every other
-// country, "c" runs on a Redis Cluster and homes nothing (a Cluster's nodes
-// announce their own addresses, which a TCP proxy in front of its seeds
-// does not rewrite, so other regions could not be made to reach it only
-// through a proxy). Each region has its own Postgres database and smsgw
-// process; every cross-region connection goes through a proxy adding
-// oneWay each way, which the test can cut.
+// Redis of its own) homes GB, "c" (a Redis Cluster) homes FR, "b" (a Redis
+// of its own) every other country. Each region has its own Postgres
+// database and smsgw process; every cross-region connection goes through a
+// proxy adding oneWay each way, which the test can cut (to the Cluster, one
+// per node, rewriting the addresses the nodes announce).
 type threeRegions struct {
 	a, b, c        *process
 	single         *process // one region (name ""), on a's Redis: today's send
 	envs           map[string]env
 	redisA, redisB *redistopo.Node
-	links          map[string]*testenv.Proxy // "c->a": c's connection to a's Redis
+	links          map[string]link // "c->a": c's connection to a's Redis
+}
+
+// link is a cut-able path between regions.
+type link interface {
+	Cut()
+	Heal()
+	Requests() int64
 }
 
 func startThreeRegions(t *testing.T) *threeRegions {
 	t.Helper()
-	r := &threeRegions{redisA: redistopo.StartSingle(t), redisB: redistopo.StartSingle(t), links: map[string]*testenv.Proxy{}}
+	r := &threeRegions{redisA: redistopo.StartSingle(t), redisB: redistopo.StartSingle(t), links: map[string]link{}}
 	cluster := redistopo.StartCluster(t, 3)
 	for _, l := range []struct{ from, to, addr string }{
 		{"a", "b", r.redisB.Addr}, {"b", "a", r.redisA.Addr}, {"c", "a", r.redisA.Addr}, {"c", "b", r.redisB.Addr},
 	} {
 		r.links[l.from+"->"+l.to] = testenv.NewDelayProxy(t, l.addr, oneWay)
+	}
+	for _, from := range []string{"a", "b"} {
+		r.links[from+"->c"] = redistopo.NewClusterLink(t, cluster, oneWay)
 	}
 	prefix := "e2e:" + testenv.Unique() + ":"
 	r.envs = map[string]env{
@@ -87,10 +95,16 @@ func startThreeRegions(t *testing.T) *threeRegions {
 			redisTOML: "timeout = \"5s\"\ncluster_addrs = " + tomlList(cluster.Addrs())},
 	}
 	remote := func(from, to string) string {
-		return fmt.Sprintf("[region.redis.%s]\nurl = \"redis://%s/0\"\n", to, r.links[from+"->"+to].Addr())
+		switch l := r.links[from+"->"+to].(type) {
+		case *redistopo.ClusterLink:
+			return fmt.Sprintf("[region.redis.%s]\ncluster_addrs = %s\n", to, tomlList(l.Addrs()))
+		case *testenv.Proxy:
+			return fmt.Sprintf("[region.redis.%s]\nurl = \"redis://%s/0\"\n", to, l.Addr())
+		}
+		panic("no link " + from + "->" + to)
 	}
 	region := func(name string, fallback int, remotes ...string) string {
-		s := fmt.Sprintf("[region]\nname = %q\ndefault_home = \"b\"\nfallback = %d\n\n[region.homes]\nGB = \"a\"\n\n", name, fallback)
+		s := fmt.Sprintf("[region]\nname = %q\ndefault_home = \"b\"\nfallback = %d\n\n[region.homes]\nGB = \"a\"\nFR = \"c\"\n\n", name, fallback)
 		for _, to := range remotes {
 			s += remote(name, to)
 		}
@@ -98,8 +112,8 @@ func startThreeRegions(t *testing.T) *threeRegions {
 	}
 	// b fails closed under a cut (fallback 0); c may admit one per key and
 	// window from its own ledger.
-	r.a = start(t, r.envs["a"], regionsConfig+region("a", 0, "b"))
-	r.b = start(t, r.envs["b"], regionsConfig+region("b", 0, "a"))
+	r.a = start(t, r.envs["a"], regionsConfig+region("a", 0, "b", "c"))
+	r.b = start(t, r.envs["b"], regionsConfig+region("b", 0, "a", "c"))
 	r.c = start(t, r.envs["c"], regionsConfig+region("c", 1, "a", "b"))
 	single := r.envs["a"]
 	single.databaseURL = testenv.MigratedDatabase(t)
@@ -239,7 +253,9 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // TestThreeRegions: races from every region on one number admit exactly
-// its limit; a number homed locally makes no cross-region call; a cut
+// its limit, whichever region (the Cluster too) is its home; a code sent
+// through one region verifies through another; a number homed locally makes
+// no cross-region call; a cut
 // stays within L + (R-1)·F, answering 503 where F = 0; healing carries the
 // fallback admissions home; a region whose Redis dies fails closed while
 // the others serve.
@@ -248,13 +264,13 @@ func TestThreeRegions(t *testing.T) {
 	procs := r.procs()
 	// Each process loads its scripts and opens its links.
 	for i, p := range procs {
-		for _, phone := range []string{fmt.Sprintf("+4474001%05d", 90000+i), fmt.Sprintf("+1415555%04d", 9000+i)} {
+		for _, phone := range []string{fmt.Sprintf("+4474001%05d", 90000+i), fmt.Sprintf("+1415555%04d", 9000+i), fmt.Sprintf("+336129%05d", 90000+i)} {
 			testenv.WaitFor(t, 60*time.Second, "a first send from "+p.URL, func() bool { return sendFrom(t, p, phone).Status == 202 })
 		}
 	}
 
 	t.Run("races from three regions admit exactly the limit", func(t *testing.T) {
-		for _, phone := range []string{"+447400123456", "+14155552671"} { // homed in a; in b
+		for _, phone := range []string{"+447400123456", "+14155552671", "+33612345601"} { // homed in a; in b; in c (the Cluster)
 			got := raceFromAll(t, procs, phone, 30)
 			if total(got, 202) != 3 || total(got, 429) != 27 {
 				t.Fatalf("%s: statuses per region %v, want 3 202 and 27 429 in all", phone, got)
@@ -265,43 +281,69 @@ func TestThreeRegions(t *testing.T) {
 		}
 	})
 
+	t.Run("a code sent through one region verifies through another", func(t *testing.T) {
+		for _, tc := range []struct {
+			phone      string
+			from, with *process
+		}{
+			{"+33612345602", r.a, r.b},  // homed in c: issued and checked on the Cluster, from two other regions
+			{"+447400123402", r.c, r.b}, // homed in a: sent from the Cluster region
+			{"+33612345603", r.c, r.a},  // homed in c: issued locally, checked from a
+		} {
+			if res := sendFrom(t, tc.from, tc.phone); res.Status != 202 {
+				t.Fatalf("%s from %s: %d %s", tc.phone, tc.from.URL, res.Status, res.Raw)
+			}
+			bodies := outbox(t, tc.from, tc.phone)
+			if len(bodies) != 1 {
+				t.Fatalf("%s: %d texts from %s, want 1", tc.phone, len(bodies), tc.from.URL)
+			}
+			verify := func(p *process) int {
+				return post(t, p.URL+"/v1/otp/verify", fmt.Sprintf(`{"phone": %q, "code": %q}`, tc.phone, codeIn(bodies[0])), nil).Status
+			}
+			if st := verify(tc.with); st != 200 {
+				t.Fatalf("%s: verify through %s: %d, want 200", tc.phone, tc.with.URL, st)
+			}
+			if st := verify(tc.from); st == 200 {
+				t.Fatalf("%s: the code verified twice (again through %s)", tc.phone, tc.from.URL)
+			}
+		}
+	})
+
 	t.Run("a local home crosses nothing; a remote one pays round trips", func(t *testing.T) {
-		var single, local, remote []time.Duration
-		var localCross, remoteCross int64
+		var single, local, remote, toCluster, clusterLocal []time.Duration
+		var localCross, remoteCross, toClusterCross, clusterLocalCross int64
 		testenv.WaitFor(t, 60*time.Second, "a first send from the single region", func() bool { return sendFrom(t, r.single, "+447400499999").Status == 202 })
-		for i := range 7 {
-			start := time.Now()
-			if res := sendFrom(t, r.single, fmt.Sprintf("+4474004%05d", i)); res.Status != 202 {
-				t.Fatalf("single region: %d %s", res.Status, res.Raw)
-			}
-			single = append(single, time.Since(start))
-
+		timed := func(what string, p *process, phone string, ds *[]time.Duration, cross *int64) {
+			t.Helper()
 			before := r.crossRequests()
-			start = time.Now()
-			if res := sendFrom(t, r.a, fmt.Sprintf("+4474002%05d", i)); res.Status != 202 {
-				t.Fatalf("local home: %d %s", res.Status, res.Raw)
+			start := time.Now()
+			if res := sendFrom(t, p, phone); res.Status != 202 {
+				t.Fatalf("%s: %d %s", what, res.Status, res.Raw)
 			}
-			local = append(local, time.Since(start))
-			localCross += r.crossRequests() - before
-
-			before = r.crossRequests()
-			start = time.Now()
-			if res := sendFrom(t, r.a, fmt.Sprintf("+1415556%04d", i)); res.Status != 202 {
-				t.Fatalf("remote home: %d %s", res.Status, res.Raw)
+			*ds = append(*ds, time.Since(start))
+			*cross += r.crossRequests() - before
+		}
+		var none int64
+		for i := range 7 {
+			timed("single region", r.single, fmt.Sprintf("+4474004%05d", i), &single, &none)
+			timed("local home", r.a, fmt.Sprintf("+4474002%05d", i), &local, &localCross)
+			timed("remote home", r.a, fmt.Sprintf("+1415556%04d", i), &remote, &remoteCross)
+			timed("home on the Cluster, from a", r.a, fmt.Sprintf("+336124%05d", i), &toCluster, &toClusterCross)
+			timed("home on the Cluster, from c", r.c, fmt.Sprintf("+336125%05d", i), &clusterLocal, &clusterLocalCross)
+		}
+		t.Logf("median send: one region %s; from a, homed in a %s (%d cross-region requests in 7 sends), homed in b %s (%.1f cross-region requests a send), homed in c on the Cluster %s (%.1f a send); from c, homed in c %s (%d in 7 sends)",
+			median(single), median(local), localCross, median(remote), float64(remoteCross)/7,
+			median(toCluster), float64(toClusterCross)/7, median(clusterLocal), clusterLocalCross)
+		if localCross != 0 || clusterLocalCross != 0 {
+			t.Fatalf("sends to numbers homed locally made %d (a) and %d (c, the Cluster) cross-region requests, want 0", localCross, clusterLocalCross)
+		}
+		for what, n := range map[string]int64{"b": remoteCross, "c (the Cluster)": toClusterCross} {
+			if n < 7 {
+				t.Fatalf("sends to numbers homed in %s made %d cross-region requests in 7 sends, want at least one each", what, n)
 			}
-			remote = append(remote, time.Since(start))
-			remoteCross += r.crossRequests() - before
 		}
-		t.Logf("median send: one region %s; from a, homed in a %s (%d cross-region requests in 7 sends), homed in b %s (%.1f cross-region requests a send)",
-			median(single), median(local), localCross, median(remote), float64(remoteCross)/7)
-		if localCross != 0 {
-			t.Fatalf("sends to numbers homed locally made %d cross-region requests, want 0", localCross)
-		}
-		if remoteCross < 7 {
-			t.Fatalf("sends to numbers homed elsewhere made %d cross-region requests in 7 sends, want at least one each", remoteCross)
-		}
-		if median(remote) < 2*oneWay {
-			t.Fatalf("a remote home answered in %s, under one round trip (%s): the proxy was bypassed", median(remote), 2*oneWay)
+		if min(median(remote), median(toCluster)) < 2*oneWay {
+			t.Fatalf("a remote home answered in %s (b) and %s (c), under one round trip (%s): the proxy was bypassed", median(remote), median(toCluster), 2*oneWay)
 		}
 		// Generous: medians of 7 on a busy machine; the request count above
 		// is the exact check.
@@ -336,6 +378,16 @@ func TestThreeRegions(t *testing.T) {
 		if res := sendFrom(t, r.b, "+14155557001"); res.Status != 202 {
 			t.Errorf("b, cut from a, refused a number it homes: %d %s", res.Status, res.Raw)
 		}
+		// Cut from the Cluster region too, a fails closed for the numbers
+		// homed there, which c itself keeps serving.
+		r.links["a->c"].Cut()
+		if res := sendFrom(t, r.a, "+33612345604"); res.Status != 503 {
+			t.Errorf("a (fallback 0), cut from c, for a number homed in c: %d %s, want 503", res.Status, res.Raw)
+		}
+		if res := sendFrom(t, r.c, "+33612345605"); res.Status != 202 {
+			t.Errorf("c refused a number it homes while a was cut from it: %d %s", res.Status, res.Raw)
+		}
+		r.links["a->c"].Heal()
 		if t.Failed() {
 			t.FailNow()
 		}

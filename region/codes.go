@@ -55,8 +55,9 @@ func (c codes) Discard(ctx context.Context, phone string, mac []byte) error {
 func (c codes) Check(ctx context.Context, phone string, mac []byte, maxAttempts int) (otp.CodeCheck, int, error) {
 	home := c.d.homeOfNumber(phone)
 	res, left, err := home.Codes.Check(ctx, phone, mac, maxAttempts)
-	if prev := c.d.previousOfNumber(phone); prev != nil && err == nil && res != otp.CodeApproved {
-		// The country is being moved: a code its old home issued still works.
+	if prev := c.d.previousOfNumber(phone); prev != nil && (err != nil || res != otp.CodeApproved) {
+		// The country is being moved: a code its old home issued still
+		// works, also while the new home is out of reach.
 		if pres, pleft, perr := prev.Codes.Check(ctx, phone, mac, maxAttempts); perr == nil && pres != otp.CodeNone {
 			return pres, pleft, nil
 		}

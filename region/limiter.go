@@ -136,8 +136,11 @@ func (l limiter) decideHome(ctx context.Context, ticket string, remote part) (ot
 
 // decideMoving decides a destination whose country is being moved, in its
 // new and its previous home at once, as over two Cluster shards: reserve in
-// both, then commit in both, or release. Either out of reach fails closed:
-// a move is planned, not a fault to ride out.
+// both, then commit in both, or release. A home out of reach is, with a
+// fallback allowed, decided on the local ledger for that home once the
+// others have reserved (so a refusal elsewhere records nothing to carry):
+// whichever home sees every admission at a step of the move, each other
+// region admits at most the fallback per window without it.
 func (l limiter) decideMoving(ctx context.Context, ticket string, remotes []part) (otp.Decision, error) {
 	decs := make([]otp.Decision, len(remotes))
 	errs := make([]error, len(remotes))
@@ -146,45 +149,85 @@ func (l limiter) decideMoving(ctx context.Context, ticket string, remotes []part
 		wg.Go(func() { decs[i], errs[i] = r.store.Limiter.Reserve(ctx, ticket, r.subjects) })
 	}
 	wg.Wait()
-	settle := func(commit bool) error {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		errs := make([]error, len(remotes))
-		var wg sync.WaitGroup
-		for i, r := range remotes {
-			wg.Go(func() {
-				if commit {
-					errs[i] = r.store.Limiter.Commit(ctx, ticket, r.subjects)
-				} else {
-					errs[i] = r.store.Limiter.Release(sctx, ticket, r.subjects)
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	}
+	var reserved, cut []part
 	refused := -1
-	for i := range decs {
-		if errs[i] == nil && !decs[i].Allowed && (refused < 0 || decs[i].RetryAfter > decs[refused].RetryAfter) {
-			refused = i
+	for i, r := range remotes {
+		switch {
+		case errs[i] != nil && l.d.fallsBack(r.store, errs[i]):
+			cut, errs[i] = append(cut, r), nil
+		case errs[i] == nil:
+			reserved = append(reserved, r)
+			if !decs[i].Allowed && (refused < 0 || decs[i].RetryAfter > decs[refused].RetryAfter) {
+				refused = i
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil || refused >= 0 {
-		_ = settle(false)
+		_ = settle(ctx, ticket, reserved, false)
 		if refused >= 0 {
 			return decs[refused], nil
 		}
 		return otp.Decision{}, err
 	}
-	if err := settle(true); err != nil {
-		_ = settle(false)
+	var d otp.Decision
+	have := false
+	add := func(x otp.Decision) {
+		if have {
+			x = merged(x, d, true, nil)
+		}
+		d, have = x, true
+	}
+	for i, r := range cut {
+		fd, err := l.d.fallbackAllow(ctx, ticket, r)
+		if err != nil || !fd.Allowed {
+			_ = settle(ctx, ticket, reserved, false)
+			l.refundFallbacks(ctx, ticket, cut[:i])
+			return fd, err
+		}
+		add(fd)
+	}
+	if err := settle(ctx, ticket, reserved, true); err != nil {
+		_ = settle(ctx, ticket, reserved, false)
+		l.refundFallbacks(ctx, ticket, cut)
 		return otp.Decision{}, err
 	}
-	d := decs[0]
-	for _, x := range decs[1:] {
-		d = merged(x, d, true, nil)
+	for i := range remotes {
+		if errs[i] == nil && decs[i].Allowed {
+			add(decs[i])
+		}
 	}
 	return d, nil
+}
+
+// settle commits or releases reservations in several regions at once.
+func settle(ctx context.Context, ticket string, parts []part, commit bool) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, r := range parts {
+		wg.Go(func() {
+			if commit {
+				errs[i] = r.store.Limiter.Commit(ctx, ticket, r.subjects)
+			} else {
+				errs[i] = r.store.Limiter.Release(sctx, ticket, r.subjects)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// refundFallbacks takes back ledger admissions of a request refused after
+// them; their carried entries stay counted (never admits more).
+func (l limiter) refundFallbacks(ctx context.Context, ticket string, parts []part) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, r := range parts {
+		if err := l.d.local.Limiter.Refund(rctx, ticket, l.d.fallbackSubjects(r)); err != nil {
+			l.d.o.Log.WarnContext(ctx, "region: fallback admission not refunded; it stays counted", "err", err)
+		}
+	}
 }
 
 // refundHome takes a home decision back, wherever it was made.

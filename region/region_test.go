@@ -31,11 +31,24 @@ const prefix = "t:"
 
 func store(t *testing.T, name, addr string) Store {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	return storeOn(t, name, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}))
+}
+
+// storeOn is a region's store over a client of any topology, closed when
+// the test ends.
+func storeOn(t *testing.T, name string, rdb redis.UniversalClient) Store {
+	t.Helper()
 	t.Cleanup(func() { rdb.Close() })
 	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: 2 * time.Second})
 	return Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts}),
 		Codes: codestore.New(rdb, prefix, scripts), Idempotency: codestore.NewIdempotency(rdb, prefix)}
+}
+
+// deploy is a region's deployment over its store and the others'.
+func deploy(homes Homes, fallback int, local Store, remote ...Store) *Deployment {
+	return New(Options{Homes: homes, Fallback: fallback, Local: local, Remote: remote,
+		FallbackCodes: codestore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
+		Prefix: prefix})
 }
 
 func newPair(t *testing.T, fallback int) pair {
@@ -49,15 +62,8 @@ func newPairWith(t *testing.T, fallback int, homesA, homesB Homes) pair {
 	t.Helper()
 	ra, rb := redistopo.StartSingle(t), redistopo.StartSingle(t)
 	p := pair{aToB: testenv.NewDelayProxy(t, rb.Addr, 10*time.Millisecond), bToA: testenv.NewDelayProxy(t, ra.Addr, 10*time.Millisecond), redisA: ra}
-	homes := homesA
-	deployment := func(local Store, remote Store) *Deployment {
-		return New(Options{Homes: homes, Fallback: fallback, Local: local, Remote: []Store{remote},
-			FallbackCodes: codestore.New(local.Redis, prefix+"fb:", local.Scripts), FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
-			Prefix: prefix})
-	}
-	p.a = deployment(store(t, "a", ra.Addr), store(t, "b", p.aToB.Addr()))
-	homes = homesB
-	p.b = deployment(store(t, "b", rb.Addr), store(t, "a", p.bToA.Addr()))
+	p.a = deploy(homesA, fallback, store(t, "a", ra.Addr), store(t, "b", p.aToB.Addr()))
+	p.b = deploy(homesB, fallback, store(t, "b", rb.Addr), store(t, "a", p.bToA.Addr()))
 	return p
 }
 
@@ -214,6 +220,52 @@ func TestCutStaysWithinTheBoundAndHealCarriesHome(t *testing.T) {
 	}
 	if dec, err := p.b.Limiter().Allow(ctx, ticket(), phone); err != nil || dec.Allowed {
 		t.Fatalf("after healing the home refuses: %+v %v", dec, err)
+	}
+}
+
+// A region cut from a home on a Redis Cluster admits from its ledger and,
+// once healed, carries the admission into the Cluster's windows; a code it
+// issued meanwhile verifies, and one issued at the Cluster home verifies
+// through the link.
+func TestFallbackToAClusterHome(t *testing.T) {
+	ctx := context.Background()
+	const limit = 2
+	cluster := redistopo.StartCluster(t, 3)
+	link := redistopo.NewClusterLink(t, cluster, 5*time.Millisecond)
+	home := storeOn(t, "c", redis.NewClusterClient(&redis.ClusterOptions{Addrs: link.Addrs(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second}))
+	d := deploy(NewHomes(1, "c", nil, nil), 1, store(t, "a", redistopo.StartSingle(t).Addr), home)
+	phone := subjects("+33612345678", "FR", "192.0.2.1", limit, 1000)
+
+	if dec, err := d.Limiter().Allow(ctx, ticket(), phone); err != nil || !dec.Allowed {
+		t.Fatalf("through the link: %+v %v", dec, err)
+	}
+	if _, err := d.Codes().Issue(ctx, "+33612345678", otp.StoredCode{MAC: []byte("home"), Sealed: []byte("s")}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	link.Cut()
+	for i, want := range []bool{true, false} { // F = 1
+		dec, err := d.Limiter().Allow(ctx, ticket(), phone)
+		if err != nil || dec.Allowed != want {
+			t.Fatalf("send %d while cut: %+v %v, want admitted %v", i, dec, err, want)
+		}
+	}
+	if _, err := d.Codes().Issue(ctx, "+33612345679", otp.StoredCode{MAC: []byte("fb"), Sealed: []byte("s")}, time.Minute); err != nil {
+		t.Fatalf("issue while cut: %v", err)
+	}
+	if res, _, err := d.Codes().Check(ctx, "+33612345679", []byte("fb"), 5); err != nil || res != otp.CodeApproved {
+		t.Fatalf("check of a fallback code while cut: %v %v", res, err)
+	}
+	link.Heal()
+	testenv.WaitFor(t, 30*time.Second, "the carry into the Cluster", func() bool {
+		n, err := d.carryOnce(ctx, &d.o.Remote[0])
+		return err == nil && n == 1
+	})
+	ws, err := home.Limiter.Status(ctx, phone[:1])
+	if err != nil || ws[0].Used != limit {
+		t.Fatalf("the Cluster's window after the carry: %+v %v, want %d", ws, err, limit)
+	}
+	if res, _, err := d.Codes().Check(ctx, "+33612345678", []byte("home"), 5); err != nil || res != otp.CodeApproved {
+		t.Fatalf("check of the home's code after healing: %v %v", res, err)
 	}
 }
 

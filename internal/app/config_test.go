@@ -269,6 +269,7 @@ func TestRegionConfig(t *testing.T) {
 		{"its own Redis listed", "[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://127.0.0.1:6379/0\"\n", "region.redis.eu"},
 		{"another region's Redis without an address", "[region]\nname = \"eu\"\n[region.redis.us]\ntimeout = \"1s\"\n", "region.redis.us.url"},
 		{"an unknown previous home", "[region]\nname = \"eu\"\n[region.previous_homes]\nGB = \"ap\"\n", "region.previous_homes.GB"},
+		{"another region's Cluster without a url", "[region]\nname = \"eu\"\n[region.redis.us]\ncluster_addrs = [\"10.0.0.1:6379\"]\n", ""},
 		{"a valid deployment", "[region]\nname = \"eu\"\ndefault_home = \"us\"\nfallback = 1\n[region.homes]\ngb = \"eu\"\n[region.previous_homes]\nGB = \"us\"\n[region.redis.us]\nurl = \"redis://10.0.0.1:6379/0\"\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,8 +79,14 @@ func (r *RegionConfig) validate(local RedisConfig) error {
 		if rc.KeyPrefix == "" {
 			rc.KeyPrefix = local.KeyPrefix
 		}
-		if rc.URL == "" && len(rc.ClusterAddrs) == 0 && rc.SentinelMaster == "" {
-			return &keyError{key + ".url", "must be set (or cluster_addrs, or sentinel_master with sentinel_addrs)"}
+		if rc.URL == "" {
+			// url names no server of a Cluster or a Sentinel set; without
+			// it their addresses are reached in plain text, database 0.
+			seeds := append(rc.ClusterAddrs, rc.SentinelAddrs...)
+			if len(seeds) == 0 {
+				return &keyError{key + ".url", "must be set (or cluster_addrs, or sentinel_master with sentinel_addrs)"}
+			}
+			rc.URL = "redis://" + seeds[0] + "/0"
 		}
 		if err := rc.options("").Validate(); err != nil {
 			return redisKeyError(key, err)

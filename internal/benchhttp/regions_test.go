@@ -3,8 +3,9 @@ package benchhttp
 // BenchmarkRegions (make bench-regions) measures sends over several
 // regions: three regions on this machine, each with its own Redis (one a
 // Cluster), Postgres database and smsgw process, every cross-region
-// connection through a proxy adding 70 ms each way; next to them, in the
-// same run, one single-region process as the baseline.
+// connection through a proxy adding 70 ms each way (to the Cluster, one
+// per node); next to them, in the same run, one single-region process as
+// the baseline.
 
 import (
 	"context"
@@ -47,6 +48,8 @@ key_prefix = "bench:"
 url = %q
 [audit]
 spool_dir = %q
+[sender]
+provider = "fake"
 [pumping]
 mode = "shadow"
 %s
@@ -66,23 +69,30 @@ func BenchmarkRegions(b *testing.B) {
 	redisA, redisB, cluster := redistopo.StartSingle(b), redistopo.StartSingle(b), redistopo.StartCluster(b, 3)
 	link := func(to string) *testenv.Proxy { return testenv.NewDelayProxy(b, to, oneWay) }
 	ab, ba, ca, cb := link(redisB.Addr), link(redisA.Addr), link(redisA.Addr), link(redisB.Addr)
+	ac, bc := redistopo.NewClusterLink(b, cluster, oneWay), redistopo.NewClusterLink(b, cluster, oneWay)
 	remote := func(name string, p *testenv.Proxy) string {
 		// Other regions' timeout and pipelines: their defaults.
 		return fmt.Sprintf("[region.redis.%s]\nurl = \"redis://%s/0\"\n", name, p.Addr())
 	}
-	homes := "[region]\nname = %q\ndefault_home = \"b\"\n[region.homes]\nGB = \"a\"\n"
+	remoteCluster := func(l *redistopo.ClusterLink) string {
+		return "[region.redis.c]\ncluster_addrs = [\"" + strings.Join(l.Addrs(), `", "`) + "\"]\n"
+	}
+	homes := "[region]\nname = %q\ndefault_home = \"b\"\n[region.homes]\nGB = \"a\"\nFR = \"c\"\n"
 	single, _ := startRegion(b, bin, "redis://"+redisA.Addr+"/0", "", "")
-	a, aDSN := startRegion(b, bin, "redis://"+redisA.Addr+"/0", "", fmt.Sprintf(homes, "a")+remote("b", ab))
-	_, _ = startRegion(b, bin, "redis://"+redisB.Addr+"/0", "", fmt.Sprintf(homes, "b")+remote("a", ba))
+	a, aDSN := startRegion(b, bin, "redis://"+redisA.Addr+"/0", "", fmt.Sprintf(homes, "a")+remote("b", ab)+remoteCluster(ac))
+	_, _ = startRegion(b, bin, "redis://"+redisB.Addr+"/0", "", fmt.Sprintf(homes, "b")+remote("a", ba)+remoteCluster(bc))
 	c, _ := startRegion(b, bin, "redis://127.0.0.1:1/0", "cluster_addrs = [\""+strings.Join(cluster.Addrs(), `", "`)+"\"]",
 		fmt.Sprintf(homes, "c")+remote("a", ca)+remote("b", cb))
+	fromA := []counter{ab, ac}
 	scenarios := []regionScenario{
 		{"single region (baseline)", single, gb, nil},
-		{"region a, number homed in a", a, gb, []*testenv.Proxy{ab}},
-		{"region a, number homed in b", a, us, []*testenv.Proxy{ab}},
-		{"region c (Cluster), homed in a", c, gb, []*testenv.Proxy{ca, cb}},
+		{"region a, number homed in a", a, gb, fromA},
+		{"region c (Cluster), homed in c", c, fr, []counter{ca, cb}},
+		{"region a, number homed in b", a, us, fromA},
+		{"region a, homed in c (Cluster)", a, fr, fromA},
+		{"region c (Cluster), homed in a", c, gb, []counter{ca, cb}},
 		// Remote sends wait on latency: 8x the clients show the capacity.
-		{"region a, homed in b, 8x clients", a, us, []*testenv.Proxy{ab}},
+		{"region a, homed in b, 8x clients", a, us, fromA},
 	}
 	// Warm up: connections to other regions take several round trips to
 	// open, and scripts load on first use.
@@ -142,12 +152,16 @@ type regionScenario struct {
 	name  string
 	url   string
 	phone func(n int) string
-	links []*testenv.Proxy
+	links []counter
 }
 
-// gb and us are fresh numbers homed in a and in b.
+// counter is a link between regions that counts what clients sent over it.
+type counter interface{ Requests() int64 }
+
+// gb, us and fr are fresh numbers homed in a, b and c.
 func gb(n int) string { return fmt.Sprintf("+44740%07d", n%10_000_000) }
 func us(n int) string { return fmt.Sprintf("+1415%03d%04d", 200+(n/10_000)%700, n%10_000) }
+func fr(n int) string { return fmt.Sprintf("+3361%07d", n%10_000_000) }
 
 type regionResult struct {
 	rate     float64

@@ -1,0 +1,144 @@
+package region
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"smsgw/internal/redistopo"
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+)
+
+// mesh is three regions, each on a Redis of the test's own, each reaching
+// the others' through a cut-able proxy.
+type mesh struct {
+	regions map[string]*Deployment
+	links   map[string]*testenv.Proxy // "c->a": c's connection to a's Redis
+}
+
+var meshNames = []string{"a", "b", "c"}
+
+// newMesh builds the regions, each with its own table of homes.
+func newMesh(t *testing.T, fallback int, homes map[string]Homes) mesh {
+	t.Helper()
+	addrs := map[string]string{}
+	for _, n := range meshNames {
+		addrs[n] = redistopo.StartSingle(t).Addr
+	}
+	m := mesh{regions: map[string]*Deployment{}, links: map[string]*testenv.Proxy{}}
+	for _, from := range meshNames {
+		local := store(t, from, addrs[from])
+		var remote []Store
+		for _, to := range meshNames {
+			if to != from {
+				p := testenv.NewDelayProxy(t, addrs[to], 5*time.Millisecond)
+				m.links[from+"->"+to] = p
+				remote = append(remote, store(t, to, p.Addr()))
+			}
+		}
+		m.regions[from] = deploy(homes[from], fallback, local, remote...)
+	}
+	return m
+}
+
+// carryAll carries every region's fallback admissions home.
+func (m mesh) carryAll(t *testing.T) {
+	t.Helper()
+	for _, d := range m.regions {
+		for i := range d.o.Remote {
+			if _, err := d.carryOnce(context.Background(), &d.o.Remote[i]); err != nil {
+				t.Fatalf("carry to %s: %v", d.o.Remote[i].Name, err)
+			}
+		}
+	}
+}
+
+// While GB moves from a to b, with a fallback allowed and links cut at
+// each step of the move, no more than L + (R-1)·F sends are admitted in a
+// window, and once healed the home that sees every admission at that step
+// (a until the previous home is dropped anywhere, b after) holds them all.
+func TestFallbackDuringAMove(t *testing.T) {
+	const limit, fallback = 3, 1
+	bound := limit + (len(meshNames)-1)*fallback
+	old := NewHomes(1, "b", map[string]string{"GB": "a"}, nil)
+	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
+	moved := NewHomes(2, "b", map[string]string{"GB": "b"}, nil)
+	for _, tc := range []struct {
+		name    string
+		homes   map[string]Homes
+		cut     []string
+		want    int    // admitted, sending in turn from a, b, c
+		witness string // the home whose window sees them all once healed
+	}{
+		{"step 1 half rolled out, new table cut from the old home",
+			map[string]Homes{"a": old, "b": moving, "c": old}, []string{"b->a"}, limit + fallback, "a"},
+		{"step 1 done, a region cut from both homes",
+			map[string]Homes{"a": moving, "b": moving, "c": moving}, []string{"c->a", "c->b"}, limit + fallback, "a"},
+		{"step 1 done, the two homes cut apart",
+			map[string]Homes{"a": moving, "b": moving, "c": moving}, []string{"a->b", "b->a"}, limit + fallback, "a"},
+		{"step 3 half rolled out, a region still moving cut from the new home",
+			map[string]Homes{"a": moving, "b": moved, "c": moved}, []string{"a->b"}, limit + fallback, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m := newMesh(t, fallback, tc.homes)
+			phone := subjects("+447400123456", "GB", "192.0.2.1", limit, 1000)
+			for _, l := range tc.cut {
+				m.links[l].Cut()
+			}
+			admitted := 0
+			for i := range 30 {
+				d := m.regions[meshNames[i%len(meshNames)]]
+				dec, err := d.Limiter().Allow(ctx, ticket(), phone)
+				if err != nil {
+					t.Fatalf("send %d through %s: %v", i, d.o.Local.Name, err)
+				}
+				if dec.Allowed {
+					admitted++
+				}
+			}
+			if admitted > bound || admitted != tc.want {
+				t.Fatalf("admitted %d while cut (%v), want %d (bound L + (R-1)·F = %d)", admitted, tc.cut, tc.want, bound)
+			}
+			for _, l := range tc.cut {
+				m.links[l].Heal()
+			}
+			m.carryAll(t)
+			ws, err := m.regions[tc.witness].local.Limiter.Status(ctx, phone[:1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws[0].Used != admitted {
+				t.Fatalf("home %s's window holds %d after healing, want every admission (%d)", tc.witness, ws[0].Used, admitted)
+			}
+		})
+	}
+}
+
+// A code issued under fallback during a move, or by the old home, verifies
+// while the new home is out of reach.
+func TestCodesDuringAMoveWithTheNewHomeCut(t *testing.T) {
+	ctx := context.Background()
+	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
+	old := NewHomes(1, "b", map[string]string{"GB": "a"}, nil)
+	m := newMesh(t, 1, map[string]Homes{"a": old, "b": moving, "c": moving})
+	issued := otp.StoredCode{MAC: []byte("old"), Sealed: []byte("sealed")}
+	if _, err := m.regions["a"].Codes().Issue(ctx, "+447400123457", issued, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.links["c->b"].Cut()
+	if _, err := m.regions["c"].Codes().Issue(ctx, "+447400123458", otp.StoredCode{MAC: []byte("fb"), Sealed: []byte("sealed")}, time.Minute); err != nil {
+		t.Fatalf("issue with the new home cut: %v", err)
+	}
+	for _, tc := range []struct{ name, phone, mac string }{
+		{"issued by the old home", "+447400123457", "old"},
+		{"issued under fallback", "+447400123458", "fb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if res, _, err := m.regions["c"].Codes().Check(ctx, tc.phone, []byte(tc.mac), 5); err != nil || res != otp.CodeApproved {
+				t.Fatalf("check through c, cut from the new home: %v %v", res, err)
+			}
+		})
+	}
+}
