@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,19 +36,15 @@ func TestDevModeNeedsNothing(t *testing.T) {
 		}
 	})
 	url := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitUntil(t, 20*time.Second, "dev mode to become ready", func() error {
 		if r, err := client.Get(url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
-				break
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev mode did not become ready:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("not ready:\n%s", stderr.String())
+	})
 	r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil)
 	if r.Status != 202 {
 		t.Fatalf("send: %d %s", r.Status, r.Raw)

@@ -166,8 +166,7 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.WaitUntil(t, 60*time.Second, "smsgw to come up", func() error {
 		select {
 		case err := <-p.exited:
 			t.Fatalf("smsgw exited at start: %v\n%s", err, p.stderr.String())
@@ -176,13 +175,12 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 		if res, err := http.Get(p.URL + "/healthz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				return p
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("smsgw did not come up:\n%s", p.stderr.String())
-	return nil
+		return fmt.Errorf("not up:\n%s", p.stderr.String())
+	})
+	return p
 }
 
 // stop sends SIGTERM and requires a clean exit.

@@ -42,17 +42,12 @@ func TestSignupPage(t *testing.T) {
 	// waitText waits until sel shows a text containing want.
 	waitText := func(sel chromedp.CSS, want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got := text(sel)
-			if strings.Contains(got, want) {
-				return
+		testenv.WaitUntil(t, 30*time.Second, fmt.Sprintf("%s to show %q", sel, want), func() error {
+			if got := text(sel); !strings.Contains(got, want) {
+				return fmt.Errorf("%s says %q", sel, got)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s says %q, want %q", sel, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	run := func(actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

@@ -66,17 +66,13 @@ func raceSends(t *testing.T, procs []*process, n int, body func(i int) (phone, i
 func warmUp(t *testing.T, procs []*process) {
 	t.Helper()
 	for i, p := range procs {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testenv.WaitUntil(t, 30*time.Second, fmt.Sprintf("process %d to answer a send", i), func() error {
 			r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1415555%04d"}`, 9000+i), map[string]string{"X-Forwarded-For": "198.51.100.1"})
-			if r.Status == 202 || r.Status == 429 {
-				break
+			if r.Status != 202 && r.Status != 429 {
+				return fmt.Errorf("%d %s", r.Status, r.Raw)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d never answered a send: %d %s", i, r.Status, r.Raw)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/internal/redisbatch"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -34,13 +35,7 @@ func replica(t *testing.T, rdb redis.UniversalClient, prefix string, cacheSize i
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(5 * time.Second)
-	for !l.refusals.subscribed.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("refusal cache never subscribed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 5*time.Second, "the refusal cache to subscribe", l.refusals.subscribed.Load)
 	return l, scripts
 }
 
@@ -183,16 +178,10 @@ func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
 	if err := a.Reset(context.Background(), []otp.Subject{hot}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, cached := b.refusals.lookup([]string{b.key(hot)}, time.Now()); !cached {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("replica b still refuses from memory after a reset on a")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, 2*time.Second, "replica b to forget its refusal after a reset on a", func() bool {
+		_, cached := b.refusals.lookup([]string{b.key(hot)}, time.Now())
+		return !cached
+	})
 	before := callsB.n.Load()
 	if d := allow(t, b, hot, ip("10.9.9.9")); !d.Allowed {
 		t.Fatalf("after the reset replica b refused: %+v", d)
@@ -218,14 +207,5 @@ func testRefundReachesTheOtherReplica(t *testing.T, be backend) {
 	if err := a.Refund(context.Background(), tk, []otp.Subject{hot}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if d := allow(t, b, hot); d.Allowed {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("replica b never saw the refund")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 2*time.Second, "replica b to see the refund", func() bool { return allow(t, b, hot).Allowed })
 }
