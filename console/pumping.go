@@ -36,7 +36,7 @@ func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action)
 		}
 		for _, err := range []error{err1, err2} {
 			if err != nil {
-				c.log.WarnContext(ctx, "console: pumping state unavailable", "err", err)
+				c.log.WarnContext(ctx, "pumping state not read", "err", err)
 				d.Err = "part of the pumping state is unavailable right now"
 			}
 		}

@@ -83,7 +83,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	p.Warnings = c.opt.Warnings
 	var buf bytes.Buffer
 	if err := pages[name].Execute(&buf, p); err != nil {
-		c.log.ErrorContext(r.Context(), "console: template failed", "page", name, "err", err)
+		c.log.ErrorContext(r.Context(), "page not rendered", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
