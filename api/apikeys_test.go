@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 func TestAPIKeys(t *testing.T) {
 	const live, old = "live-key-0123456789", "retired-key-0123456789"
-	digest := func(key string) string { sum := sha256.Sum256([]byte(key)); return hex.EncodeToString(sum[:]) }
 	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
 		c.API.Keys = []app.APIKey{{Name: "web-signup", SHA256: digest(live), Enabled: true}, {Name: "old-app", SHA256: digest(old)}}
 	}})

@@ -62,13 +62,10 @@ func rows(t *testing.T, pool *pgxpool.Pool) []auditRow {
 	return out
 }
 
+// sumCount is how many answers audit_log counts, rollups included.
 func sumCount(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(), "SELECT coalesce(sum(count), 0) FROM audit_log").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return queryInt(t, pool, "SELECT coalesce(sum(count), 0) FROM audit_log")
 }
 
 // TestRollups: answers that texted nobody have rows of their own until their

@@ -92,12 +92,18 @@ func (c *Console) overrideTarget(raw string) (string, error) {
 	return ph.E164, nil
 }
 
+// formTarget is the override target an action's form names, once the
+// pumping defence is known to be there.
+func (c *Console) formTarget(r *http.Request) (string, error) {
+	if err := c.needPumping(); err != nil {
+		return "", err
+	}
+	return c.overrideTarget(r.PostFormValue("target"))
+}
+
 // addOverride allows or blocks a number or range until it expires.
 func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action) error {
-	if err := c.needPumping(); err != nil {
-		return err
-	}
-	target, err := c.overrideTarget(r.PostFormValue("target"))
+	target, err := c.formTarget(r)
 	if err != nil {
 		return err
 	}
@@ -128,10 +134,7 @@ func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action)
 
 // liftOverride deletes the override of a target.
 func (c *Console) liftOverride(w http.ResponseWriter, r *http.Request, a *action) error {
-	if err := c.needPumping(); err != nil {
-		return err
-	}
-	target, err := c.overrideTarget(r.PostFormValue("target"))
+	target, err := c.formTarget(r)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"smsgw/internal/testenv"
 )
 
 func TestDevModeNeedsNothing(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(binary, "-dev")
 	// Outside services that do not exist: dev mode must not touch them.
 	cmd.Env = append(os.Environ(), "SMSGW_LISTEN="+addr, "SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x")
@@ -88,16 +85,4 @@ func writeFile(t *testing.T, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func dropDatabase(t *testing.T, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, testenv.PostgresURL())
-	if err != nil {
-		t.Logf("drop %s: %v", name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 }

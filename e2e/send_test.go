@@ -244,7 +244,7 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	t.Parallel()
 	name := "smsgw_test_migrate_" + testenv.Unique()
 	dsn := testenv.WithDatabase(testenv.PostgresURL(), name)
-	t.Cleanup(func() { dropDatabase(t, name) })
+	t.Cleanup(func() { testenv.DropDatabase(t, name) })
 	for i := 0; i < 2; i++ {
 		cmd := exec.Command(binary, "migrate")
 		cmd.Env = append(cmd.Environ(), "SMSGW_DATABASE_URL="+dsn)

@@ -105,7 +105,7 @@ func TestSignupPage(t *testing.T) {
 		waitText("#error", "We just texted this number. You can ask for a new code in")
 	})
 	t.Run("smsgw unreachable", func(t *testing.T) {
-		run(chromedp.Navigate(page.URL+"/index.html?smsgw=http://"+freeAddr(t)), chromedp.WaitVisible(chromedp.CSS("#phone")),
+		run(chromedp.Navigate(page.URL+"/index.html?smsgw=http://"+testenv.FreeAddr(t)), chromedp.WaitVisible(chromedp.CSS("#phone")),
 			typeIn("#phone", phone), chromedp.Click(chromedp.CSS("#send")))
 		waitText("#error", "We could not reach the verification service.")
 	})

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +36,15 @@ func replica(t *testing.T, rdb redis.UniversalClient, prefix string, cacheSize i
 	t.Cleanup(func() { cancel(); <-done })
 	testenv.WaitFor(t, 5*time.Second, "the refusal cache to subscribe", l.refusals.subscribed.Load)
 	return l, scripts
+}
+
+// twoReplicas is two replicas on one backend, and what b's scripts count.
+func twoReplicas(t *testing.T, be backend) (a, b *Limiter, callsB *countingScripts) {
+	t.Helper()
+	rdb, prefix := be(t)
+	a, _ = replica(t, rdb, prefix, 1000)
+	b, callsB = replica(t, rdb, prefix, 1000)
+	return a, b, callsB
 }
 
 func allow(t *testing.T, l *Limiter, subjects ...otp.Subject) otp.Decision {
@@ -138,36 +146,25 @@ func TestRefusalCacheEvictsTheOldest(t *testing.T) {
 // one phone (exactly one admission), refuse from memory, and both admit again
 // as soon as the support desk resets the phone on one of them.
 func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
-	rdb, prefix := be(t)
-	a, _ := replica(t, rdb, prefix, 1000)
-	b, callsB := replica(t, rdb, prefix, 1000)
+	a, b, callsB := twoReplicas(t, be)
 	hot := phone("+14155550100")
 	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := 0; i < 200; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := a
-			if i%2 == 1 {
-				l = b
+	testenv.Race(t, 200, func(i int) string {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		for j := range 5 {
+			d, err := l.Allow(context.Background(), ticket(), []otp.Subject{hot, ip(fmt.Sprintf("10.3.%d.%d", i, j))})
+			if outcome(t, d, err) == "error" {
+				break
 			}
-			<-gate
-			for j := 0; j < 5; j++ {
-				d, err := l.Allow(context.Background(), ticket(), []otp.Subject{hot, ip(fmt.Sprintf("10.3.%d.%d", i, j))})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
+			if d.Allowed {
+				admitted.Add(1)
 			}
-		}()
-	}
-	close(gate)
-	wg.Wait()
+		}
+		return ""
+	})
 	if n := admitted.Load(); n != 1 {
 		t.Fatalf("admitted %d of 1000 across two replicas, want exactly 1", n)
 	}
@@ -192,9 +189,7 @@ func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
 }
 
 func testRefundReachesTheOtherReplica(t *testing.T, be backend) {
-	rdb, prefix := be(t)
-	a, _ := replica(t, rdb, prefix, 1000)
-	b, _ := replica(t, rdb, prefix, 1000)
+	a, b, _ := twoReplicas(t, be)
 	hot := phone("+14155550100")
 	tk := ticket()
 	if d, err := a.Allow(context.Background(), tk, []otp.Subject{hot}); err != nil || !d.Allowed {
