@@ -166,13 +166,11 @@ func TestRollupSumsExactAcrossReplicas(t *testing.T) {
 	for r := 0; r < 2; r++ {
 		w := newWriter(t, newPool(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
 		for g := 0; g < goroutines; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := 0; i < perGoroutine; i++ {
 					w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
 				}
-			}()
+			})
 		}
 	}
 	wg.Wait()

@@ -150,9 +150,7 @@ func TestRecordIsDurableOnReturn(t *testing.T) {
 	const n = 2000
 	var wg sync.WaitGroup
 	for g := 0; g < 20; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < n/20; i++ {
 				e := event(g*n + i)
 				if err := w.Record(context.Background(), e); err != nil {
@@ -165,7 +163,7 @@ func TestRecordIsDurableOnReturn(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := count(t, pool); got != n {
@@ -196,15 +194,13 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 	proxy.Cut()
 	var wg sync.WaitGroup
 	for g := 0; g < 10; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 30; i++ {
 				if err := w.Record(ctx, event(1+g*30+i)); err != nil {
 					t.Error(err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := count(t, direct); n != 1 {

@@ -80,9 +80,16 @@ var gatewayEnv = []string{"SMSGW_HTTP_SECRET=" + gatewaySecret}
 func requireSpoolReplayed(t *testing.T, e env, p *process, l *load, g *recordingGateway) {
 	t.Helper()
 	answered := l.end()
+	requireSpoolReplayedBy(t, e, p, g, answered, l.failed.Load(), 0)
+}
+
+// requireSpoolReplayedBy waits until p's spool has reached Postgres, stops
+// p, and requires a row for every answer and every text.
+func requireSpoolReplayedBy(t *testing.T, e env, p *process, g *recordingGateway, answered map[string]int, unread int64, mayLose int) {
+	t.Helper()
 	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
 	p.stop(t)
-	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
+	requireOneRowEach(t, e, answered, unread, mayLose)
 	requireEveryTextAudited(t, e, g.phones())
 }
 
@@ -166,11 +173,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 		mayLose += l.mayBeLost(killedAt)
 	}
 
-	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
-	again.stop(t)
-	requireOneRowEach(t, e, answered, unread, mayLose)
-	requireEveryTextAudited(t, e, g.phones())
+	requireRestartReplays(t, e, cfg, dir, g, answered, unread, mayLose)
 }
 
 // TestKillNineUnderAFloodLosesAtMostASecond: smsgw is SIGKILLed while one
@@ -194,12 +197,17 @@ func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	maps.Copy(answered, refusals.end())
 	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
 
-	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
-	again.stop(t)
 	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
-	requireOneRowEach(t, e, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
-	requireEveryTextAudited(t, e, g.phones())
+	requireRestartReplays(t, e, cfg, dir, g, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
+}
+
+// requireRestartReplays restarts smsgw on the spool in dir a killed one
+// left, waits until the spool has reached Postgres, stops it, and requires
+// a row for every answer (requireOneRowEach) and every text.
+func requireRestartReplays(t *testing.T, e env, cfg, dir string, g *recordingGateway, answered map[string]int, unread int64, mayLose int) {
+	t.Helper()
+	again := startWithIn(t, e, cfg, gatewayEnv, dir)
+	requireSpoolReplayedBy(t, e, again, g, answered, unread, mayLose)
 }
 
 // mountTmpfs mounts a tmpfs of the given size for the test (CI runs as

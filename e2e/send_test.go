@@ -206,9 +206,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 	var wg sync.WaitGroup
 	stopLoad := make(chan struct{})
 	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ; i++ {
 				select {
 				case <-stopLoad:
@@ -223,7 +221,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 				res.Body.Close()
 				answered.Add(1)
 			}
-		}()
+		})
 	}
 	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
 	p.stop(t)

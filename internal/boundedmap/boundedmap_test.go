@@ -27,13 +27,11 @@ func TestBound(t *testing.T) {
 			c := New[int](1600, tt.evict)
 			var wg sync.WaitGroup
 			for g := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i := range 2000 {
 						c.Put(fmt.Sprintf("%d-%d", g, i), i, nil)
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			if n := c.size(); n > 1600 || int64(n) != c.n.Load() {
