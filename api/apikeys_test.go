@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -67,4 +69,10 @@ func TestPhoneNotAllowedOverHTTP(t *testing.T) {
 	if rows[0]["outcome"] != "phone_not_allowed" || rows[0]["reason"] != "type:premium_rate" || rows[0]["phone_e164"] != "+449061234567" {
 		t.Fatalf("audit %v", rows[0])
 	}
+}
+
+// digest is how the config names an API key: its SHA-256, in hex.
+func digest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }

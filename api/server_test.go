@@ -2,8 +2,6 @@ package api_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,12 +45,6 @@ type serverOpts struct {
 
 // newTestServer runs the service, built by the composition root, on a free
 // loopback port.
-// digest is how the config names an API key: its SHA-256, in hex.
-func digest(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
 func newTestServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
 	buf := &testenv.Buffer{}
