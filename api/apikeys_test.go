@@ -12,7 +12,6 @@ import (
 
 func TestAPIKeys(t *testing.T) {
 	const live, old = "live-key-0123456789", "retired-key-0123456789"
-	digest := func(key string) string { sum := sha256.Sum256([]byte(key)); return hex.EncodeToString(sum[:]) }
 	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
 		c.API.Keys = []app.APIKey{{Name: "web-signup", SHA256: digest(live), Enabled: true}, {Name: "old-app", SHA256: digest(old)}}
 	}})
@@ -70,4 +69,10 @@ func TestPhoneNotAllowedOverHTTP(t *testing.T) {
 	if rows[0]["outcome"] != "phone_not_allowed" || rows[0]["reason"] != "type:premium_rate" || rows[0]["phone_e164"] != "+449061234567" {
 		t.Fatalf("audit %v", rows[0])
 	}
+}
+
+// digest is how the config names an API key: its SHA-256, in hex.
+func digest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }

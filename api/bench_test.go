@@ -212,20 +212,19 @@ func BenchmarkHTTP(b *testing.B) {
 	// their audit rows before the next one starts.
 	var audited int
 	waitForAudit := func(b *testing.B) {
-		deadline := time.Now().Add(benchAuditDrain)
-		for {
+		testenv.WaitUntil(b, benchAuditDrain, "the audit rows", func() error {
 			var n int
 			if err := pool.QueryRow(ctx, "SELECT count(*) FROM audit_log").Scan(&n); err != nil {
 				b.Fatal(err)
 			}
-			if n == audited {
-				return
-			}
-			if n > audited || time.Now().After(deadline) {
+			if n > audited {
 				b.Fatalf("audit_log holds %d rows, want %d", n, audited)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			if n != audited {
+				return fmt.Errorf("audit_log holds %d rows, want %d", n, audited)
+			}
+			return nil
+		})
 	}
 
 	results := map[string]benchScenarioResult{}

@@ -171,6 +171,6 @@ func (s *Server) answerError(err error, c echo.Context) {
 		err = c.JSONBlob(status, errorBody(e))
 	}
 	if err != nil {
-		s.log.DebugContext(ctx, "write error response", "err", err)
+		s.log.DebugContext(ctx, "error response not written", "err", err)
 	}
 }

@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,7 +14,6 @@ import (
 // backend; anyone else's client_ip is 400 invalid_request, audited.
 func TestForwardClientIP(t *testing.T) {
 	const backend, web = "backend-key-0123456789", "web-key-0123456789"
-	digest := func(key string) string { sum := sha256.Sum256([]byte(key)); return hex.EncodeToString(sum[:]) }
 	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
 		c.API.Keys = []app.APIKey{
 			{Name: "signup-backend", SHA256: digest(backend), Enabled: true, ForwardClientIP: true},

@@ -10,11 +10,28 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/labstack/echo/v4"
+
 	"smsgw/otp"
 )
 
 // maxBody is the largest request body accepted (SPEC: 16 KiB).
 const maxBody = 16 << 10
+
+// readRequest decodes an end user's request into req and checks its shape,
+// then takes the user's address from *clientIP (a field of req) when the
+// caller may forward one. Its error is what admit answers and audits.
+func readRequest(c echo.Context, ev *otp.AuditEvent, req interface{ validate() error }, clientIP *string) error {
+	if err := decodeJSON(c.Request(), req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	var err error
+	ev.ClientIP, err = forwardedClient(c, *clientIP, ev.ClientIP)
+	return err
+}
 
 // decodeJSON reads a JSON object body into dst strictly: the media type must
 // be JSON, the body at most maxBody bytes, a single object of known fields

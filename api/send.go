@@ -61,13 +61,7 @@ func (s *Server) handleSend(c echo.Context) error {
 	var req sendRequest
 	key, err := idempotencyKey(c.Request().Header)
 	if err == nil {
-		err = decodeJSON(c.Request(), &req)
-	}
-	if err == nil {
-		err = req.validate()
-	}
-	if err == nil {
-		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
+		err = readRequest(c, &ev, &req, &req.ClientIP)
 	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err

@@ -36,13 +36,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 	ev := requestEvent(c, otp.KindVerify)
 
 	var req verifyRequest
-	err := decodeJSON(c.Request(), &req)
-	if err == nil {
-		err = req.validate()
-	}
-	if err == nil {
-		ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP)
-	}
+	err := readRequest(c, &ev, &req, &req.ClientIP)
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestPoisonedRowIsSetApart(t *testing.T) {
 			}
 			proxy.Heal()
 			testenv.WaitFor(t, 0, "the 99 good rows", func() bool { return count(t, direct) == 99 })
-			testenv.WaitFor(t, 0, "the dead letter", func() bool { return metric(t, reg, "smsgw_audit_rows_dead_lettered_total") == 1 })
+			testenv.WaitFor(t, 0, "the dead letter", func() bool { return testenv.Metric(t, reg, "smsgw_audit_rows_dead_lettered_total") == 1 })
 			// Rows keep flowing after it.
 			if err := w.Record(ctx, event(100)); err != nil {
 				t.Fatal(err)
@@ -219,26 +219,6 @@ func TestReplicasShareASpoolDirAndAdoptOrphans(t *testing.T) {
 func base64Decode(s string) (string, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	return string(b), err
-}
-
-// metric reads a counter or gauge from a registry.
-func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			m := f.GetMetric()[0]
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // TestSpoolOfAnEarlierVersionIsReplayed: a spool an older smsgw left (rows

@@ -62,13 +62,10 @@ func rows(t *testing.T, pool *pgxpool.Pool) []auditRow {
 	return out
 }
 
+// sumCount is how many answers audit_log counts, rollups included.
 func sumCount(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(), "SELECT coalesce(sum(count), 0) FROM audit_log").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return queryInt(t, pool, "SELECT coalesce(sum(count), 0) FROM audit_log")
 }
 
 // TestRollups: answers that texted nobody have rows of their own until their
@@ -169,13 +166,11 @@ func TestRollupSumsExactAcrossReplicas(t *testing.T) {
 	for r := 0; r < 2; r++ {
 		w := newWriter(t, newPool(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
 		for g := 0; g < goroutines; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := 0; i < perGoroutine; i++ {
 					w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
 				}
-			}()
+			})
 		}
 	}
 	wg.Wait()

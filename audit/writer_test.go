@@ -86,10 +86,17 @@ func event(i int) otp.AuditEvent {
 	}
 }
 
+// count is how many rows audit_log holds.
 func count(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
+	return queryInt(t, pool, "SELECT count(*) FROM audit_log")
+}
+
+// queryInt runs a query whose answer is one integer.
+func queryInt(t *testing.T, pool *pgxpool.Pool, query string) int {
+	t.Helper()
 	var n int
-	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_log").Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -143,9 +150,7 @@ func TestRecordIsDurableOnReturn(t *testing.T) {
 	const n = 2000
 	var wg sync.WaitGroup
 	for g := 0; g < 20; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < n/20; i++ {
 				e := event(g*n + i)
 				if err := w.Record(context.Background(), e); err != nil {
@@ -158,7 +163,7 @@ func TestRecordIsDurableOnReturn(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := count(t, pool); got != n {
@@ -189,15 +194,13 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 	proxy.Cut()
 	var wg sync.WaitGroup
 	for g := 0; g < 10; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 30; i++ {
 				if err := w.Record(ctx, event(1+g*30+i)); err != nil {
 					t.Error(err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := count(t, direct); n != 1 {
@@ -211,7 +214,7 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 	// The spool is gone and new rows go straight to Postgres again.
 	testenv.WaitFor(t, 0, "the spool segments to go", func() bool { return spoolFiles(t, dir) == 0 })
 	// The switch back to Postgres follows the last segment's removal.
-	testenv.WaitFor(t, 0, "writing to Postgres again", func() bool { return metric(t, reg, "smsgw_audit_spooling") == 0 })
+	testenv.WaitFor(t, 0, "writing to Postgres again", func() bool { return testenv.Metric(t, reg, "smsgw_audit_spooling") == 0 })
 	e := event(999)
 	if err := w.Record(ctx, e); err != nil {
 		t.Fatal(err)
@@ -321,7 +324,7 @@ func TestCloseWithoutSpoolGivesUpAtItsDeadline(t *testing.T) {
 	stop := start(t, w)
 	proxy.Cut()
 	go w.Record(context.Background(), event(1))
-	testenv.WaitFor(t, 0, "a failed write", func() bool { return metric(t, reg, "smsgw_audit_write_errors_total") >= 1 })
+	testenv.WaitFor(t, 0, "a failed write", func() bool { return testenv.Metric(t, reg, "smsgw_audit_write_errors_total") >= 1 })
 	stop() // the loops end; the row they could not write is Close's
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -117,12 +117,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, a *action) e
 		writeCSV(w, d.Rows)
 		return nil
 	}
-	status := http.StatusOK
-	if err != nil {
-		p.Error, status = errorMessage(err), c.opt.StatusOf(otp.ErrorCode(err))
-	}
-	c.render(w, r, status, "audit", &a.sess, p)
-	return err
+	return c.renderResult(w, r, "audit", &a.sess, p, err)
 }
 
 func writeCSV(w http.ResponseWriter, rows []otp.AuditEvent) {

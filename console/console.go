@@ -203,7 +203,7 @@ func (c *Console) audit(ctx context.Context, a *action, err error) {
 	defer cancel()
 	if rerr := c.d.AuditLog.Record(rctx, ev); rerr != nil {
 		// As for the API: no answer the audit trail lacks.
-		c.log.ErrorContext(ctx, "console: audit row not durable: dropping the request unanswered", "request_id", a.reqID, "err", rerr)
+		c.log.ErrorContext(ctx, "audit row not durable: dropping the request unanswered", "request_id", a.reqID, "err", rerr)
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/csv"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -171,12 +173,17 @@ func csrf(t *testing.T, p page) string {
 // outcome") include each of want.
 func requireAdminRows(t *testing.T, pool *pgxpool.Pool, want ...string) {
 	t.Helper()
-	rows := strings.Join(adminRows(t, pool), "\n")
-	for _, w := range want {
-		if !strings.Contains(rows, w) {
-			t.Errorf("audit lacks %q:\n%s", w, rows)
+	// A row is durable before the answer, but may reach Postgres later
+	// through the spool when a write is slow (a loaded machine).
+	testenv.WaitUntil(t, 0, "the console's audit rows", func() error {
+		rows := strings.Join(adminRows(t, pool), "\n")
+		for _, w := range want {
+			if !strings.Contains(rows, w) {
+				return fmt.Errorf("audit lacks %q:\n%s", w, rows)
+			}
 		}
-	}
+		return nil
+	})
 }
 
 // adminRows are the audit rows of console actions, oldest first.
@@ -187,14 +194,9 @@ func adminRows(t *testing.T, pool *pgxpool.Pool) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

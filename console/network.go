@@ -91,12 +91,7 @@ func (c *Console) networkPage(w http.ResponseWriter, r *http.Request, a *action)
 		}
 		return nil
 	}()
-	status := http.StatusOK
-	if err != nil {
-		p.Error, status = errorMessage(err), c.opt.StatusOf(otp.ErrorCode(err))
-	}
-	c.render(w, r, status, "network", &a.sess, p)
-	return err
+	return c.renderResult(w, r, "network", &a.sess, p, err)
 }
 
 // networkReset clears an address's windows.

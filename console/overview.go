@@ -78,7 +78,7 @@ func (c *Console) period(r *http.Request, name string, since time.Time, bucket t
 	p := period{Name: name, HasSpend: c.opt.TextPrice != nil}
 	counts, err := c.d.Audit.Counts(r.Context(), since)
 	if err != nil {
-		c.log.WarnContext(r.Context(), "console: audit counts failed", "err", err)
+		c.log.WarnContext(r.Context(), "audit counts not read", "err", err)
 		p.Err = "the audit log is unavailable right now"
 		return p
 	}
@@ -125,7 +125,7 @@ func (c *Console) period(r *http.Request, name string, since time.Time, bucket t
 
 	buckets, err := c.d.Audit.Buckets(r.Context(), since, bucket)
 	if err != nil {
-		c.log.WarnContext(r.Context(), "console: audit buckets failed", "err", err)
+		c.log.WarnContext(r.Context(), "audit buckets not read", "err", err)
 		return p
 	}
 	start := since.Truncate(bucket)

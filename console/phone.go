@@ -68,12 +68,7 @@ func (c *Console) phonePage(w http.ResponseWriter, r *http.Request, a *action) e
 		return nil
 	}
 	err := c.lookUpPhone(r, a, &d)
-	status := http.StatusOK
-	if err != nil {
-		p.Error, status = errorMessage(err), c.opt.StatusOf(otp.ErrorCode(err))
-	}
-	c.render(w, r, status, "phone", &a.sess, p)
-	return err
+	return c.renderResult(w, r, "phone", &a.sess, p, err)
 }
 
 func (c *Console) parsePhone(raw, region string) (otp.Phone, error) {

@@ -36,7 +36,7 @@ func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action)
 		}
 		for _, err := range []error{err1, err2} {
 			if err != nil {
-				c.log.WarnContext(ctx, "console: pumping state unavailable", "err", err)
+				c.log.WarnContext(ctx, "pumping state not read", "err", err)
 				d.Err = "part of the pumping state is unavailable right now"
 			}
 		}
@@ -92,12 +92,18 @@ func (c *Console) overrideTarget(raw string) (string, error) {
 	return ph.E164, nil
 }
 
+// formTarget is the override target an action's form names, once the
+// pumping defence is known to be there.
+func (c *Console) formTarget(r *http.Request) (string, error) {
+	if err := c.needPumping(); err != nil {
+		return "", err
+	}
+	return c.overrideTarget(r.PostFormValue("target"))
+}
+
 // addOverride allows or blocks a number or range until it expires.
 func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action) error {
-	if err := c.needPumping(); err != nil {
-		return err
-	}
-	target, err := c.overrideTarget(r.PostFormValue("target"))
+	target, err := c.formTarget(r)
 	if err != nil {
 		return err
 	}
@@ -128,10 +134,7 @@ func (c *Console) addOverride(w http.ResponseWriter, r *http.Request, a *action)
 
 // liftOverride deletes the override of a target.
 func (c *Console) liftOverride(w http.ResponseWriter, r *http.Request, a *action) error {
-	if err := c.needPumping(); err != nil {
-		return err
-	}
-	target, err := c.overrideTarget(r.PostFormValue("target"))
+	target, err := c.formTarget(r)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,17 @@ var pages = func() map[string]*template.Template {
 	return out
 }()
 
+// renderResult renders a page whose data may have failed to load: it still
+// shows, with err's message and status, and err goes on to be logged.
+func (c *Console) renderResult(w http.ResponseWriter, r *http.Request, name string, sess *session, p page, err error) error {
+	status := http.StatusOK
+	if err != nil {
+		p.Error, status = errorMessage(err), c.opt.StatusOf(otp.ErrorCode(err))
+	}
+	c.render(w, r, status, name, sess, p)
+	return err
+}
+
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, sess *session, p page) {
 	if sess != nil {
 		p.Signed, p.CSRF = true, sess.csrf
@@ -83,7 +94,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	p.Warnings = c.opt.Warnings
 	var buf bytes.Buffer
 	if err := pages[name].Execute(&buf, p); err != nil {
-		c.log.ErrorContext(r.Context(), "console: template failed", "page", name, "err", err)
+		c.log.ErrorContext(r.Context(), "page not rendered", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -24,20 +25,16 @@ func flood(t *testing.T, r *rig, phone string, n int) {
 	for i := 0; i < n; i++ {
 		sendFrom(t, r, phone, "198.51.100.77")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitUntil(t, 30*time.Second, "every answer to be counted", func() error {
 		var sum int
 		if err := r.pool.QueryRow(context.Background(), "SELECT coalesce(sum(count), 0) FROM audit_log WHERE kind = 'send'").Scan(&sum); err != nil {
 			t.Fatal(err)
 		}
-		if sum == n {
-			return
+		if sum != n {
+			return fmt.Errorf("%d of %d answers counted", sum, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d answers counted", sum, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // rollupLine is how a rollup reads in the console's audit trail.

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"smsgw/internal/testenv"
 )
 
@@ -76,6 +74,24 @@ func (g *recordingGateway) phones() map[string]int {
 }
 
 var gatewayEnv = []string{"SMSGW_HTTP_SECRET=" + gatewaySecret}
+
+// requireSpoolReplayed ends the load, waits until p's spool has reached
+// Postgres, stops p and requires a row for every answer and every text.
+func requireSpoolReplayed(t *testing.T, e env, p *process, l *load, g *recordingGateway) {
+	t.Helper()
+	answered := l.end()
+	requireSpoolReplayedBy(t, e, p, g, answered, l.failed.Load(), 0)
+}
+
+// requireSpoolReplayedBy waits until p's spool has reached Postgres, stops
+// p, and requires a row for every answer and every text.
+func requireSpoolReplayedBy(t *testing.T, e env, p *process, g *recordingGateway, answered map[string]int, unread int64, mayLose int) {
+	t.Helper()
+	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
+	p.stop(t)
+	requireOneRowEach(t, e, answered, unread, mayLose)
+	requireEveryTextAudited(t, e, g.phones())
+}
 
 // requireEveryTextAudited checks that every phone a provider texted has a
 // send row that says a text went or may have gone out.
@@ -157,11 +173,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 		mayLose += l.mayBeLost(killedAt)
 	}
 
-	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
-	again.stop(t)
-	requireOneRowEach(t, e, answered, unread, mayLose)
-	requireEveryTextAudited(t, e, g.phones())
+	requireRestartReplays(t, e, cfg, dir, g, answered, unread, mayLose)
 }
 
 // TestKillNineUnderAFloodLosesAtMostASecond: smsgw is SIGKILLed while one
@@ -185,12 +197,17 @@ func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	maps.Copy(answered, refusals.end())
 	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
 
-	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, again) })
-	again.stop(t)
 	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
-	requireOneRowEach(t, e, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
-	requireEveryTextAudited(t, e, g.phones())
+	requireRestartReplays(t, e, cfg, dir, g, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
+}
+
+// requireRestartReplays restarts smsgw on the spool in dir a killed one
+// left, waits until the spool has reached Postgres, stops it, and requires
+// a row for every answer (requireOneRowEach) and every text.
+func requireRestartReplays(t *testing.T, e env, cfg, dir string, g *recordingGateway, answered map[string]int, unread int64, mayLose int) {
+	t.Helper()
+	again := startWithIn(t, e, cfg, gatewayEnv, dir)
+	requireSpoolReplayedBy(t, e, again, g, answered, unread, mayLose)
 }
 
 // mountTmpfs mounts a tmpfs of the given size for the test (CI runs as
@@ -297,11 +314,7 @@ func TestSpoolOnAFullDisk(t *testing.T) {
 	proxy.Heal()
 	testenv.WaitFor(t, 60*time.Second, "/readyz to recover", func() bool { return get(t, p.URL+"/readyz").Status == 200 })
 	testenv.WaitFor(t, 30*time.Second, "sends to be accepted again", func() bool { return accepts(t, p) })
-	answered := l.end()
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
-	p.stop(t)
-	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
-	requireEveryTextAudited(t, e, g.phones())
+	requireSpoolReplayed(t, e, p, l, g)
 }
 
 // TestUnwritableSpool: with Postgres down, the spool's file system turns
@@ -337,11 +350,7 @@ func TestUnwritableSpool(t *testing.T) {
 	testenv.WaitFor(t, 60*time.Second, "sends accepted on the spool again, Postgres still down", func() bool { return accepts(t, p) })
 	testenv.WaitFor(t, 30*time.Second, "/readyz to stop naming audit", func() bool { return !readyFails(t, p, "audit") })
 	proxy.Heal()
-	answered := l.end()
-	testenv.WaitFor(t, 60*time.Second, "the spool to drain", func() bool { return spoolDrained(t, p) })
-	p.stop(t)
-	requireOneRowEach(t, e, answered, l.failed.Load(), 0)
-	requireEveryTextAudited(t, e, g.phones())
+	requireSpoolReplayed(t, e, p, l, g)
 }
 
 // TestPoisonedProviderIDHoldsUpNothing: the provider answers a message id
@@ -434,21 +443,9 @@ func absentDatabase(t *testing.T) string {
 	t.Helper()
 	name := "smsgw_test_absent_" + testenv.Unique()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, testenv.PostgresURL())
-		if err != nil {
-			t.Errorf("check for database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		var exists bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-			t.Errorf("check for database %s: %v", name, err)
-		}
-		if exists {
+		if testenv.DatabaseExists(t, name) {
 			t.Errorf("a start that had to fail created database %s", name)
-			conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			testenv.DropDatabase(t, name)
 		}
 	})
 	return testenv.WithDatabase(testenv.PostgresURL(), name)

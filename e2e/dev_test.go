@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"smsgw/internal/testenv"
 )
 
 func TestDevModeNeedsNothing(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(binary, "-dev")
 	// Outside services that do not exist: dev mode must not touch them.
 	cmd.Env = append(os.Environ(), "SMSGW_LISTEN="+addr, "SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x")
@@ -35,19 +33,15 @@ func TestDevModeNeedsNothing(t *testing.T) {
 		}
 	})
 	url := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitUntil(t, 20*time.Second, "dev mode to become ready", func() error {
 		if r, err := client.Get(url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
-				break
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev mode did not become ready:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("not ready:\n%s", stderr.String())
+	})
 	r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil)
 	if r.Status != 202 {
 		t.Fatalf("send: %d %s", r.Status, r.Raw)
@@ -91,16 +85,4 @@ func writeFile(t *testing.T, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func dropDatabase(t *testing.T, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, testenv.PostgresURL())
-	if err != nil {
-		t.Logf("drop %s: %v", name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 }

@@ -312,7 +312,7 @@ func outboxPhones(t *testing.T, p *process) map[string]int {
 // when Redis is back, sends work again by themselves.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	redis := startRedis(t, port)
 	e := newEnv(t)
 	e.redisURL = fmt.Sprintf("redis://127.0.0.1:%d/0", port)
@@ -357,16 +357,6 @@ func TestRedisOutage(t *testing.T) {
 	answered := l.end()
 	p.stop(t)
 	requireOneRowEach(t, e, answered, l.failed.Load()+probes, 0)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // startRedis runs a redis-server of the test's own.

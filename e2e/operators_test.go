@@ -100,7 +100,7 @@ func TestOperatorsSurface(t *testing.T) {
 		for _, tt := range []struct {
 			listen string
 			ok     bool
-		}{{strings.TrimPrefix(p.URL, "http://"), true}, {freeAddr(t), false}} {
+		}{{strings.TrimPrefix(p.URL, "http://"), true}, {testenv.FreeAddr(t), false}} {
 			cmd := exec.Command(binary, "healthcheck")
 			cmd.Env = append(cmd.Environ(), "SMSGW_LISTEN="+tt.listen)
 			out, err := cmd.CombinedOutput()

@@ -55,7 +55,7 @@ func TestBackendRecipes(t *testing.T) {
 // listens.
 func startBackend(t *testing.T, p *process, command ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = append(os.Environ(), "LISTEN="+addr, "SMSGW_URL="+p.URL, "SMSGW_API_KEY="+backendKey)
 	out := &testenv.Buffer{}

@@ -91,7 +91,7 @@ func TestFakeProviderOnlyWhenNamed(t *testing.T) {
 	t.Run("no provider named", func(t *testing.T) {
 		path := writeConfig(t, e, "[sender]\ntimeout = \"10s\"\n")
 		cmd := exec.Command(binary, "-config", path)
-		cmd.Env = append(cmd.Environ(), "SMSGW_SECRET="+secret, "SMSGW_LISTEN="+freeAddr(t), "SMSGW_REDIS_URL="+e.redisURL,
+		cmd.Env = append(cmd.Environ(), "SMSGW_SECRET="+secret, "SMSGW_LISTEN="+testenv.FreeAddr(t), "SMSGW_REDIS_URL="+e.redisURL,
 			"SMSGW_DATABASE_URL="+e.databaseURL)
 		cmd.Dir = t.TempDir()
 		out, err := cmd.CombinedOutput()

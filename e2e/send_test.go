@@ -206,9 +206,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 	var wg sync.WaitGroup
 	stopLoad := make(chan struct{})
 	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ; i++ {
 				select {
 				case <-stopLoad:
@@ -223,7 +221,7 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 				res.Body.Close()
 				answered.Add(1)
 			}
-		}()
+		})
 	}
 	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
 	p.stop(t)
@@ -244,7 +242,7 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	t.Parallel()
 	name := "smsgw_test_migrate_" + testenv.Unique()
 	dsn := testenv.WithDatabase(testenv.PostgresURL(), name)
-	t.Cleanup(func() { dropDatabase(t, name) })
+	t.Cleanup(func() { testenv.DropDatabase(t, name) })
 	for i := 0; i < 2; i++ {
 		cmd := exec.Command(binary, "migrate")
 		cmd.Env = append(cmd.Environ(), "SMSGW_DATABASE_URL="+dsn)

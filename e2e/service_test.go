@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -77,16 +76,6 @@ type process struct {
 	exited chan error
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // start runs smsgw with config (TOML added to a file of the test's own) and
 // waits until it answers /healthz.
 func start(t *testing.T, e env, config string, args ...string) *process {
@@ -136,7 +125,7 @@ func writeConfig(t *testing.T, e env, config string) string {
 // directory when empty), and waits until it answers /healthz.
 func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(binary, append([]string{"-config", path}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"SMSGW_LISTEN="+addr,
@@ -166,8 +155,7 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.WaitUntil(t, 60*time.Second, "smsgw to come up", func() error {
 		select {
 		case err := <-p.exited:
 			t.Fatalf("smsgw exited at start: %v\n%s", err, p.stderr.String())
@@ -176,13 +164,12 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 		if res, err := http.Get(p.URL + "/healthz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				return p
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("smsgw did not come up:\n%s", p.stderr.String())
-	return nil
+		return fmt.Errorf("not up:\n%s", p.stderr.String())
+	})
+	return p
 }
 
 // stop sends SIGTERM and requires a clean exit.

@@ -42,17 +42,12 @@ func TestSignupPage(t *testing.T) {
 	// waitText waits until sel shows a text containing want.
 	waitText := func(sel chromedp.CSS, want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got := text(sel)
-			if strings.Contains(got, want) {
-				return
+		testenv.WaitUntil(t, 30*time.Second, fmt.Sprintf("%s to show %q", sel, want), func() error {
+			if got := text(sel); !strings.Contains(got, want) {
+				return fmt.Errorf("%s says %q", sel, got)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s says %q, want %q", sel, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	run := func(actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -110,7 +105,7 @@ func TestSignupPage(t *testing.T) {
 		waitText("#error", "We just texted this number. You can ask for a new code in")
 	})
 	t.Run("smsgw unreachable", func(t *testing.T) {
-		run(chromedp.Navigate(page.URL+"/index.html?smsgw=http://"+freeAddr(t)), chromedp.WaitVisible(chromedp.CSS("#phone")),
+		run(chromedp.Navigate(page.URL+"/index.html?smsgw=http://"+testenv.FreeAddr(t)), chromedp.WaitVisible(chromedp.CSS("#phone")),
 			typeIn("#phone", phone), chromedp.Click(chromedp.CSS("#send")))
 		waitText("#error", "We could not reach the verification service.")
 	})

@@ -138,15 +138,12 @@ status_callback_url = %q
 	if st := postForm(receipt, twiliotest.SignForm(twilioToken, public, receipt)); st != 204 {
 		t.Fatalf("signed receipt: %d", st)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if status := deliveryStatus(t, e, sid); status == "delivered" {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("delivery_status %q, want delivered", status)
+	testenv.WaitUntil(t, 30*time.Second, "the receipt's delivery status", func() error {
+		if status := deliveryStatus(t, e, sid); status != "delivered" {
+			return fmt.Errorf("delivery_status %q, want delivered", status)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	p.stop(t)
 	rows := auditRows(t, e)
 	reasons := []string{}

@@ -2,11 +2,11 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -283,28 +283,12 @@ func testRacesAdmitExactlyTheLimit(t *testing.T, be backend) {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, prefix := be(t)
 			l := New(rdb, prefix, Options{})
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := 0; i < 100; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					d, err := l.Allow(context.Background(), ticket(), tt.subjects(i))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if d.Allowed {
-						admitted.Add(1)
-					}
-				}()
-			}
-			close(start)
-			wg.Wait()
-			if got := admitted.Load(); got != int64(tt.want) {
-				t.Fatalf("admitted %d of 100, want exactly %d", got, tt.want)
+			got := testenv.Race(t, 100, func(i int) string {
+				d, err := l.Allow(context.Background(), ticket(), tt.subjects(i))
+				return outcome(t, d, err)
+			})
+			if got["admitted"] != tt.want {
+				t.Fatalf("admitted %d of 100, want exactly %d", got["admitted"], tt.want)
 			}
 		})
 	}
@@ -442,12 +426,24 @@ func testMatchesReferenceModel(t *testing.T, be backend) {
 	}
 }
 
+// outcome names a decision for testenv.Race; an error fails the test.
+func outcome(t *testing.T, d otp.Decision, err error) string {
+	switch {
+	case err != nil:
+		t.Error(err)
+		return "error"
+	case d.Allowed:
+		return "admitted"
+	}
+	return "refused"
+}
+
 func TestAbandonedCallFailsWithItsContext(t *testing.T) {
 	l, _, _ := newTestLimiter(t, single)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := l.Allow(ctx, ticket(), []otp.Subject{ip("192.0.2.3")}); err == nil {
-		t.Fatal("a canceled caller got a decision")
+	if _, err := l.Allow(ctx, ticket(), []otp.Subject{ip("192.0.2.3")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a canceled caller got %v, want context.Canceled", err)
 	}
 }
 
@@ -456,26 +452,13 @@ func TestAbandonedCallFailsWithItsContext(t *testing.T) {
 func testPipelinedDecisionsStayExact(t *testing.T, be backend) {
 	rdb, prefix := be(t)
 	l := New(rdb, prefix, Options{Scripts: redisbatch.New(rdb, redisbatch.Options{Pipelines: 1})})
-	var admitted [4]atomic.Int64
-	var wg sync.WaitGroup
-	for i := 0; i < 400; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h := i % 4
-			d, err := l.Allow(context.Background(), ticket(), []otp.Subject{phone(fmt.Sprintf("+1415555000%d", h)), ip(fmt.Sprintf("10.1.%d.%d", i/200, i%200))})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if d.Allowed {
-				admitted[h].Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	for h := range admitted {
-		if n := admitted[h].Load(); n != 1 {
+	got := testenv.Race(t, 400, func(i int) string {
+		h := i % 4
+		d, err := l.Allow(context.Background(), ticket(), []otp.Subject{phone(fmt.Sprintf("+1415555000%d", h)), ip(fmt.Sprintf("10.1.%d.%d", i/200, i%200))})
+		return fmt.Sprint(h, " ", outcome(t, d, err))
+	})
+	for h := range 4 {
+		if n := got[fmt.Sprint(h, " admitted")]; n != 1 {
 			t.Errorf("hot phone %d admitted %d times, want 1", h, n)
 		}
 	}

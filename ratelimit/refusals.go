@@ -2,14 +2,13 @@ package ratelimit
 
 import (
 	"context"
-	"hash/maphash"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/boundedmap"
 	"smsgw/otp"
 )
 
@@ -25,8 +24,7 @@ import (
 // looks in it). A full shard forgets its oldest entry: O(1), no scan.
 type refusals struct {
 	subscribed atomic.Bool
-	seed       maphash.Seed
-	shards     [16]refusalShard
+	m          *boundedmap.Map[refusal]
 }
 
 type refusal struct {
@@ -34,44 +32,8 @@ type refusal struct {
 	window otp.Window
 }
 
-// refusalShard keeps its keys in insertion order in a ring; an entry
-// remembers its ring slot's sequence number, so a slot left behind by a
-// forgotten and re-added key evicts nothing when its turn comes.
-type refusalShard struct {
-	mu   sync.Mutex
-	m    map[string]refusalEntry
-	ring []ringSlot
-	head int    // oldest slot
-	n    int    // slots in use
-	seq  uint64 // last sequence number given
-}
-
-type refusalEntry struct {
-	refusal
-	seq uint64
-}
-
-type ringSlot struct {
-	key string
-	seq uint64
-}
-
 func newRefusals(max int) *refusals {
-	r := &refusals{seed: maphash.MakeSeed()}
-	// The shards share max exactly; a shard with no room remembers nothing.
-	for i := range r.shards {
-		per := max / len(r.shards)
-		if i < max%len(r.shards) {
-			per++
-		}
-		r.shards[i].m = make(map[string]refusalEntry, per)
-		r.shards[i].ring = make([]ringSlot, per)
-	}
-	return r
-}
-
-func (r *refusals) shard(key string) *refusalShard {
-	return &r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+	return &refusals{m: boundedmap.New[refusal](max, boundedmap.DropOldest)}
 }
 
 // lookup finds a standing refusal of any of keys.
@@ -80,75 +42,26 @@ func (r *refusals) lookup(keys []string, now time.Time) (refusal, bool) {
 		return refusal{}, false
 	}
 	for _, k := range keys {
-		sh := r.shard(k)
-		sh.mu.Lock()
-		f, ok := sh.m[k]
-		sh.mu.Unlock()
-		if ok && now.Before(f.until) {
-			return f.refusal, true
+		if f, ok := r.m.Get(k, nil); ok && now.Before(f.until) {
+			return f, true
 		}
 	}
 	return refusal{}, false
 }
 
 // remember records a refusal, evicting the shard's oldest entry when full.
-func (r *refusals) remember(key string, f refusal) {
-	sh := r.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if e, ok := sh.m[key]; ok {
-		e.refusal = f
-		sh.m[key] = e
-		return
-	}
-	if len(sh.ring) == 0 {
-		return
-	}
-	if sh.n == len(sh.ring) {
-		old := sh.ring[sh.head]
-		if e, ok := sh.m[old.key]; ok && e.seq == old.seq {
-			delete(sh.m, old.key)
-		}
-		sh.head = (sh.head + 1) % len(sh.ring)
-		sh.n--
-	}
-	sh.seq++
-	sh.ring[(sh.head+sh.n)%len(sh.ring)] = ringSlot{key: key, seq: sh.seq}
-	sh.n++
-	sh.m[key] = refusalEntry{refusal: f, seq: sh.seq}
-}
+func (r *refusals) remember(key string, f refusal) { r.m.Put(key, f, nil) }
 
 func (r *refusals) forget(keys []string) {
 	for _, k := range keys {
-		sh := r.shard(k)
-		sh.mu.Lock()
-		delete(sh.m, k)
-		sh.mu.Unlock()
+		r.m.Drop(k)
 	}
 }
 
-func (r *refusals) clear() {
-	for i := range r.shards {
-		sh := &r.shards[i]
-		sh.mu.Lock()
-		clear(sh.m)
-		clear(sh.ring)
-		sh.head, sh.n = 0, 0
-		sh.mu.Unlock()
-	}
-}
+func (r *refusals) clear() { r.m.Clear() }
 
 // len counts the entries held, expired ones included.
-func (r *refusals) len() int {
-	n := 0
-	for i := range r.shards {
-		sh := &r.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (r *refusals) len() int { return r.m.Len() }
 
 func (l *Limiter) channel() string { return l.prefix + "rl:invalidate" }
 

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/internal/redisbatch"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -34,14 +34,17 @@ func replica(t *testing.T, rdb redis.UniversalClient, prefix string, cacheSize i
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(5 * time.Second)
-	for !l.refusals.subscribed.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("refusal cache never subscribed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 5*time.Second, "the refusal cache to subscribe", l.refusals.subscribed.Load)
 	return l, scripts
+}
+
+// twoReplicas is two replicas on one backend, and what b's scripts count.
+func twoReplicas(t *testing.T, be backend) (a, b *Limiter, callsB *countingScripts) {
+	t.Helper()
+	rdb, prefix := be(t)
+	a, _ = replica(t, rdb, prefix, 1000)
+	b, callsB = replica(t, rdb, prefix, 1000)
+	return a, b, callsB
 }
 
 func allow(t *testing.T, l *Limiter, subjects ...otp.Subject) otp.Decision {
@@ -125,56 +128,43 @@ func TestRefusalCacheEvictsTheOldest(t *testing.T) {
 	until := refusal{until: time.Now().Add(time.Hour)}
 	r.remember("a", until)
 	// Fill a's shard with a newer key: a goes, the newer one stays.
-	for i := 0; ; i++ {
+	for i := 0; i < 10_000; i++ {
 		k := fmt.Sprint("b", i)
-		if r.shard(k) != r.shard("a") {
-			continue
-		}
 		r.remember(k, until)
 		if _, ok := r.lookup([]string{"a"}, time.Now()); ok {
-			t.Fatal("the oldest entry of a full shard was kept")
+			continue
 		}
 		if _, ok := r.lookup([]string{k}, time.Now()); !ok {
 			t.Fatal("the newest entry was not kept")
 		}
 		return
 	}
+	t.Fatal("the oldest entry of a full shard was kept")
 }
 
 // TestReplicasRaceAndResetTogether: two replicas with refusal caches race for
 // one phone (exactly one admission), refuse from memory, and both admit again
 // as soon as the support desk resets the phone on one of them.
 func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
-	rdb, prefix := be(t)
-	a, _ := replica(t, rdb, prefix, 1000)
-	b, callsB := replica(t, rdb, prefix, 1000)
+	a, b, callsB := twoReplicas(t, be)
 	hot := phone("+14155550100")
 	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := 0; i < 200; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := a
-			if i%2 == 1 {
-				l = b
+	testenv.Race(t, 200, func(i int) string {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		for j := range 5 {
+			d, err := l.Allow(context.Background(), ticket(), []otp.Subject{hot, ip(fmt.Sprintf("10.3.%d.%d", i, j))})
+			if outcome(t, d, err) == "error" {
+				break
 			}
-			<-gate
-			for j := 0; j < 5; j++ {
-				d, err := l.Allow(context.Background(), ticket(), []otp.Subject{hot, ip(fmt.Sprintf("10.3.%d.%d", i, j))})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
+			if d.Allowed {
+				admitted.Add(1)
 			}
-		}()
-	}
-	close(gate)
-	wg.Wait()
+		}
+		return ""
+	})
 	if n := admitted.Load(); n != 1 {
 		t.Fatalf("admitted %d of 1000 across two replicas, want exactly 1", n)
 	}
@@ -185,16 +175,10 @@ func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
 	if err := a.Reset(context.Background(), []otp.Subject{hot}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, cached := b.refusals.lookup([]string{b.key(hot)}, time.Now()); !cached {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("replica b still refuses from memory after a reset on a")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, 2*time.Second, "replica b to forget its refusal after a reset on a", func() bool {
+		_, cached := b.refusals.lookup([]string{b.key(hot)}, time.Now())
+		return !cached
+	})
 	before := callsB.n.Load()
 	if d := allow(t, b, hot, ip("10.9.9.9")); !d.Allowed {
 		t.Fatalf("after the reset replica b refused: %+v", d)
@@ -205,9 +189,7 @@ func testReplicasRaceAndResetTogether(t *testing.T, be backend) {
 }
 
 func testRefundReachesTheOtherReplica(t *testing.T, be backend) {
-	rdb, prefix := be(t)
-	a, _ := replica(t, rdb, prefix, 1000)
-	b, _ := replica(t, rdb, prefix, 1000)
+	a, b, _ := twoReplicas(t, be)
 	hot := phone("+14155550100")
 	tk := ticket()
 	if d, err := a.Allow(context.Background(), tk, []otp.Subject{hot}); err != nil || !d.Allowed {
@@ -220,14 +202,5 @@ func testRefundReachesTheOtherReplica(t *testing.T, be backend) {
 	if err := a.Refund(context.Background(), tk, []otp.Subject{hot}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if d := allow(t, b, hot); d.Allowed {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("replica b never saw the refund")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 2*time.Second, "replica b to see the refund", func() bool { return allow(t, b, hot).Allowed })
 }

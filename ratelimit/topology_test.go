@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -157,19 +158,15 @@ func mustReplicate(t *testing.T, rdb redis.UniversalClient, replicas []*redistop
 	if err == nil || notReplicated && !errors.As(err, &nr) {
 		t.Fatalf("allow with the replicas frozen: %v, want a NotReplicatedError", err)
 	}
-	deadline := time.Now().Add(l.lease + 10*time.Second)
-	for {
+	testenv.WaitUntil(t, l.lease+10*time.Second, "an admission after the replicas came back", func() error {
 		d, err := l.Allow(ctx, ticket(), []otp.Subject{a, x})
 		if err == nil && d.Allowed {
-			break
+			return nil
 		}
 		if err == nil && notReplicated {
 			t.Fatalf("refused after the replicas came back (the first admission was not refunded): %+v", d)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no admission %v after the replicas came back: %+v %v", l.lease+10*time.Second, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%+v %v", d, err)
+	})
 	return l
 }

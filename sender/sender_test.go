@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/sender"
 	"smsgw/sender/fake"
@@ -161,7 +162,7 @@ func TestBreakerOpensOnProviderFailuresOnly(t *testing.T) {
 	if n := down.calls.Load(); n != 3 {
 		t.Fatalf("the failing provider was called %d times, want 3 before its breaker opened", n)
 	}
-	if got := breakerState(t, reg, "down"); got != 2 {
+	if got := testenv.Metric(t, reg, "smsgw_provider_breaker_state", "down"); got != 2 {
 		t.Fatalf("breaker state metric %v, want 2 (open)", got)
 	}
 	// After open_for one text probes it again.
@@ -180,27 +181,6 @@ func TestBreakerOpensOnProviderFailuresOnly(t *testing.T) {
 	if picky.calls.Load() != 5 {
 		t.Fatalf("refused numbers opened the breaker: %d calls", picky.calls.Load())
 	}
-}
-
-// breakerState reads the provider's breaker gauge from the registry.
-func breakerState(t *testing.T, reg *prometheus.Registry, provider string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "smsgw_provider_breaker_state" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == provider {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no breaker metric for %s", provider)
-	return 0
 }
 
 func TestRoutesByCountry(t *testing.T) {

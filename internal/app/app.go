@@ -217,6 +217,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	// any text goes out.
 	scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: cfg.Redis.Pipelines, Timeout: cfg.Redis.Timeout.Duration,
 		MinReplicas: cfg.Redis.MinReplicasAcked})
+	a.loops = append(a.loops, loop{"redis pipelines", scripts.Serve})
 	limiter := ratelimit.New(rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
 		ReservationLease: max(5*time.Second, 4*cfg.Redis.Timeout.Duration)})
 	d.Metrics.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -325,8 +326,8 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // Run serves HTTP and runs every background loop until ctx ends or the
 // server fails, then shuts down in order: stop taking requests, finish
 // in-flight ones (within server.shutdown_timeout), stop the loops and wait
-// for them, make every queued audit row durable, then close what New
-// opened (stop).
+// for them (the Redis pipelines in flight among them), make every queued
+// audit row durable, then close what New opened (stop).
 func (a *App) Run(ctx context.Context) error {
 	// The loops outlive ctx: in-flight requests still use them while the
 	// server drains.

@@ -27,13 +27,11 @@ func TestBound(t *testing.T) {
 			c := New[int](1600, tt.evict)
 			var wg sync.WaitGroup
 			for g := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i := range 2000 {
 						c.Put(fmt.Sprintf("%d-%d", g, i), i, nil)
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			if n := c.size(); n > 1600 || int64(n) != c.n.Load() {
@@ -84,6 +82,51 @@ func TestGetDropsDead(t *testing.T) {
 	}
 	c.Clear()
 	if !c.Empty() || c.size() != 0 {
+		t.Fatal("Clear left entries")
+	}
+}
+
+// DropOldest: a full shard drops the key put first, a key dropped and put
+// again counts from its new put, and the map never holds more than its
+// bound, even below one entry per shard.
+func TestDropOldest(t *testing.T) {
+	c := New[int](3*shards, DropOldest) // three entries per shard
+	var same []string                   // keys of one shard
+	for i := 0; len(same) < 4; i++ {
+		if k := fmt.Sprint("k", i); len(same) == 0 || c.shard(k) == c.shard(same[0]) {
+			same = append(same, k)
+		}
+	}
+	c.Put(same[0], 0, nil)
+	c.Put(same[1], 1, nil)
+	c.Drop(same[0])
+	c.Put(same[0], 0, nil) // now after same[1]; its first slot is stale
+	c.Put(same[2], 2, nil) // full: the stale slot goes, dropping nothing
+	for _, k := range same[:3] {
+		if _, ok := c.Get(k, nil); !ok {
+			t.Fatalf("%s dropped by a stale slot", k)
+		}
+	}
+	c.Put(same[3], 3, nil) // full: same[1], the oldest, goes
+	if _, ok := c.Get(same[1], nil); ok {
+		t.Fatal("the oldest key was kept")
+	}
+	for _, k := range []string{same[0], same[2], same[3]} {
+		if _, ok := c.Get(k, nil); !ok {
+			t.Fatalf("%s dropped, not the oldest", k)
+		}
+	}
+	for _, entries := range []int{0, 1, 5, 17} {
+		c := New[int](entries, DropOldest)
+		for i := range 1000 {
+			c.Put(fmt.Sprint(i), i, nil)
+		}
+		if n := c.size(); n > entries || n != c.Len() {
+			t.Fatalf("bound %d: %d entries, Len %d", entries, n, c.Len())
+		}
+	}
+	c.Clear()
+	if c.Len() != 0 || c.size() != 0 {
 		t.Fatal("Clear left entries")
 	}
 }

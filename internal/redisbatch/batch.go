@@ -32,7 +32,9 @@ type Batcher struct {
 
 	mu      sync.Mutex
 	queue   []*call
-	running int
+	running int           // drain goroutines
+	stopped bool          // Serve's ctx ended: no new drain starts
+	idle    chan struct{} // closed when the last drain ends after stopped
 
 	// stalled: the last pipeline to finish got no answer in time, and none
 	// has got one since.
@@ -103,8 +105,14 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	}
 	c := &call{script: script, keys: keys, args: args, deadline: deadline, done: make(chan struct{})}
 	b.mu.Lock()
+	if b.stopped && b.running == 0 {
+		b.mu.Unlock()
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ErrStopped)
+		return cmd
+	}
 	b.queue = append(b.queue, c)
-	if b.running < b.slots {
+	if b.running < b.slots && !b.stopped {
 		b.running++
 		go b.drain()
 	}
@@ -127,6 +135,31 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	return cmd
 }
 
+// ErrStopped is what a call gets once Serve has returned.
+var ErrStopped = errors.New("redis: the pipelines are stopped (shutting down)")
+
+// Serve owns the goroutines that send pipelines: a call starts one when a
+// slot is free, and Serve, once ctx ends, starts no more and waits for those
+// in flight, each bounded by its calls' deadlines. The composition root runs
+// it among its loops, so none outlives the service and the Redis client is
+// closed after the last pipeline. Until then a Batcher works whether Serve
+// runs or not (tests, the packages' own defaults); after, every call fails
+// with ErrStopped.
+func (b *Batcher) Serve(ctx context.Context) error {
+	<-ctx.Done()
+	b.mu.Lock()
+	b.stopped = true
+	if b.running == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	b.idle = make(chan struct{})
+	idle := b.idle
+	b.mu.Unlock()
+	<-idle
+	return nil
+}
+
 // drain sends pipelines until the queue is empty, then frees its slot.
 func (b *Batcher) drain() {
 	for {
@@ -134,6 +167,10 @@ func (b *Batcher) drain() {
 		n := min(len(b.queue), b.max)
 		if n == 0 {
 			b.running--
+			if b.running == 0 && b.idle != nil {
+				close(b.idle)
+				b.idle = nil
+			}
 			b.mu.Unlock()
 			return
 		}

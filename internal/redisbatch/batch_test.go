@@ -146,16 +146,11 @@ func TestWaitForReplicas(t *testing.T) {
 	ctx := context.Background()
 	// The replica may still be in its first sync: wait (with a deadline sized
 	// for a loaded machine) until it acknowledges a write.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.WaitFor(t, 60*time.Second, "the replica to acknowledge a write", func() bool {
 		rdb.Incr(ctx, "sync:"+testenv.Unique())
-		if n, err := rdb.Do(ctx, "WAIT", 1, 200).Int(); err == nil && n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replica never acknowledged a write")
-		}
-	}
+		n, err := rdb.Do(ctx, "WAIT", 1, 200).Int()
+		return err == nil && n == 1
+	})
 	tests := []struct {
 		name     string
 		replicas int

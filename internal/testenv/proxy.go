@@ -27,6 +27,8 @@ type Proxy struct {
 	mu   sync.Mutex
 	cut  bool
 	open map[net.Conn]struct{}
+
+	wg sync.WaitGroup // every goroutine of the proxy; the test's cleanup waits
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
@@ -37,8 +39,8 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{target: target, ln: ln, open: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() { ln.Close(); p.Cut() })
+	p.wg.Go(p.serve)
+	t.Cleanup(func() { ln.Close(); p.Cut(); p.wg.Wait() })
 	return p
 }
 
@@ -98,7 +100,7 @@ func (p *Proxy) serve() {
 			continue
 		}
 		p.conns.Add(1)
-		go func() {
+		p.wg.Go(func() {
 			out, err := net.Dial("tcp", p.target)
 			if err != nil || !p.track(out) {
 				in.Close()
@@ -107,10 +109,10 @@ func (p *Proxy) serve() {
 				}
 				return
 			}
-			go func() { p.pipe(out, in, &p.requests); out.Close() }()
+			p.wg.Go(func() { p.pipe(out, in, &p.requests); out.Close() })
 			p.pipe(in, out, nil)
 			in.Close()
-		}()
+		})
 	}
 }
 

@@ -17,15 +17,13 @@ func Race(t testing.TB, n int, fn func(i int) string) map[string]int {
 	)
 	gate := make(chan struct{})
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-gate
 			out := fn(i)
 			mu.Lock()
 			outcomes[out]++
 			mu.Unlock()
-		}()
+		})
 	}
 	close(gate)
 	wg.Wait()

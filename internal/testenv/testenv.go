@@ -118,20 +118,46 @@ func Database(t testing.TB) string {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, PostgresURL())
-		if err != nil {
-			t.Logf("drop test database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop test database %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { DropDatabase(t, name) })
 	return WithDatabase(PostgresURL(), name)
+}
+
+// DropDatabase drops database name if it is there, for a test's cleanup: a
+// failure is logged, not fatal.
+func DropDatabase(t testing.TB, name string) {
+	t.Helper()
+	if err := onServer(func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		return err
+	}); err != nil {
+		t.Logf("drop test database %s: %v", name, err)
+	}
+}
+
+// DatabaseExists says whether database name is there; a failure to look is
+// a test error.
+func DatabaseExists(t testing.TB, name string) bool {
+	t.Helper()
+	var exists bool
+	if err := onServer(func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	}); err != nil {
+		t.Errorf("check for database %s: %v", name, err)
+	}
+	return exists
+}
+
+// onServer runs fn on a connection to the Postgres server's own database,
+// within 30 s.
+func onServer(fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, PostgresURL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return fn(ctx, conn)
 }
 
 // WithDatabase returns the Postgres URL u pointing at database name.

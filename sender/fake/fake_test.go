@@ -31,13 +31,11 @@ func TestOutboxStaysBoundedUnderConcurrency(t *testing.T) {
 	p := New(100, nil, nil)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 1000; i++ {
 				p.Send(context.Background(), "+14155552671", "x")
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := len(p.Messages("")); n != 100 {

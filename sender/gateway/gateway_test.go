@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -323,16 +324,6 @@ func hijack(t *testing.T, then func(net.Conn)) *httptest.Server {
 }
 
 func TestTransportFailures(t *testing.T) {
-	closedPort := func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return "http://" + addr + "/"
-	}
-
 	cases := []struct {
 		name    string
 		timeout time.Duration
@@ -345,8 +336,10 @@ func TestTransportFailures(t *testing.T) {
 		notSent bool
 	}{
 		{
-			name:   "closed port",
-			server: func(t *testing.T) (string, func() bool) { return closedPort(t), func() bool { return false } },
+			name: "closed port",
+			server: func(t *testing.T) (string, func() bool) {
+				return "http://" + testenv.FreeAddr(t) + "/", func() bool { return false }
+			},
 			reason: "network", notSent: true,
 		},
 		{

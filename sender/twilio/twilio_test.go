@@ -20,6 +20,7 @@ import (
 
 	"github.com/twilio/twilio-go/client"
 
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/sender"
 	"smsgw/sender/twilio/twiliotest"
@@ -348,15 +349,6 @@ func hang(release <-chan struct{}, got chan<- struct{}) func(http.ResponseWriter
 }
 
 func TestSendTransportFailures(t *testing.T) {
-	closedAddr := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return "http://" + addr
-	}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 
@@ -410,7 +402,7 @@ func TestSendTransportFailures(t *testing.T) {
 		{
 			name: "connection refused",
 			setup: func(t *testing.T) (string, context.Context, time.Duration) {
-				return closedAddr(t), context.Background(), 5 * time.Second
+				return "http://" + testenv.FreeAddr(t), context.Background(), 5 * time.Second
 			},
 			wantReason: "network", wantNotSent: true, maxElapsed: 3 * time.Second,
 		},

@@ -39,9 +39,7 @@ func TestPumpingFlow(t *testing.T) {
 	t.Run("a held range is refused, its windows given back", func(t *testing.T) {
 		s := pumpingService(t, nil, apptest.Options{})
 		for i := 0; i < 2; i++ {
-			if _, err := s.Send(ctx, sendReq(fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))); err != nil {
-				t.Fatal(err)
-			}
+			mustSend(t, s, fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))
 		}
 		res, err := s.Send(ctx, sendReq("+447400100050", "198.51.100.77"))
 		var e *otp.Error
@@ -148,9 +146,7 @@ func TestChallengeInsteadOfRefusal(t *testing.T) {
 	}})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
-		if _, err := s.Send(ctx, sendReq(fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))); err != nil {
-			t.Fatal(err)
-		}
+		mustSend(t, s, fmt.Sprintf("+4474001000%02d", i), fmt.Sprintf("198.51.100.%d", i))
 	}
 	req := sendReq("+447400100050", "198.51.100.60")
 	res, err := s.Send(ctx, req)

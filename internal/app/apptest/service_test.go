@@ -37,6 +37,15 @@ func sendReq(phone, ip string) otp.SendRequest {
 	return otp.SendRequest{Ticket: ticket(), Phone: phone, ClientIP: netip.MustParseAddr(ip)}
 }
 
+// mustSend sends a code to phone for a client at ip, failing the test if
+// it is not sent.
+func mustSend(t *testing.T, s apptest.Service, phone, ip string) {
+	t.Helper()
+	if _, err := s.Send(context.Background(), sendReq(phone, ip)); err != nil {
+		t.Fatalf("send to %s from %s: %v", phone, ip, err)
+	}
+}
+
 func verifyReq(phone, code, ip string) otp.VerifyRequest {
 	return otp.VerifyRequest{Ticket: ticket(), Phone: phone, Code: code, ClientIP: netip.MustParseAddr(ip)}
 }
@@ -78,9 +87,7 @@ func TestSendTextsACode(t *testing.T) {
 func TestSendRefusals(t *testing.T) {
 	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
-	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
-		t.Fatal(err)
-	}
+	mustSend(t, s, "+14155552671", "198.51.100.8")
 	tests := []struct {
 		name   string
 		r      otp.SendRequest
@@ -110,9 +117,7 @@ func TestSendRefusals(t *testing.T) {
 func TestRateLimitedErrorCarriesTheContractFields(t *testing.T) {
 	s := apptest.New(t, apptest.Options{})
 	ctx := context.Background()
-	if _, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8")); err != nil {
-		t.Fatal(err)
-	}
+	mustSend(t, s, "+14155552671", "198.51.100.8")
 	_, err := s.Send(ctx, sendReq("+14155552671", "198.51.100.8"))
 	var e *otp.Error
 	if !errors.As(err, &e) || e.Code != otp.ERateLimited {
