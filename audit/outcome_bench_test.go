@@ -1,0 +1,296 @@
+package audit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"smsgw/internal/testenv"
+	"smsgw/migrations"
+	"smsgw/otp"
+)
+
+// A send's final outcome, as the benchmark writes it one way or another.
+type outcomeWay struct {
+	name string
+	// schema runs after migrations 001-005 (upTo "005") or after all of
+	// them (upTo ""), on a database of the benchmark's own.
+	upTo, schema string
+	// finish writes final outcomes from fromArrays' parameters; receipt
+	// moves a text's delivery status ($1 provider, $2 message id, $3
+	// status, $4 error code), as Deliveries.Report does.
+	finish, receipt string
+	// appends: the final outcome is a row of its own, audit_log's stays.
+	appends bool
+}
+
+// fillfactor sets every audit_log partition's fillfactor: new pages keep
+// that much of themselves for later versions of their rows.
+func fillfactor(n int) string {
+	return fmt.Sprintf(`DO $$ DECLARE p regclass; BEGIN
+		FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_log'::regclass LOOP
+			EXECUTE format('ALTER TABLE %%s SET (fillfactor = %d)', p);
+		END LOOP; END $$;`, n)
+}
+
+const (
+	// The final-outcome UPDATE and the receipt before issue 23.
+	finishToday = `UPDATE audit_log a
+	SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
+	FROM ` + "%s" + `
+	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = 'sending'
+	RETURNING a.id::text`
+	receiptToday = `WITH receipt AS (
+			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
+			VALUES ($1, $2, $3, NULLIF($4, ''))
+			ON CONFLICT DO NOTHING
+		)
+		UPDATE audit_log
+		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
+		WHERE provider = $1 AND provider_message_id = $2
+		  AND smsgw_delivery_rank(coalesce(delivery_status, '')) <= smsgw_delivery_rank($3)`
+
+	// A narrow table finds a text's row by its message id, so audit_log's
+	// UPDATE sets no indexed column.
+	messageIDs = `DROP INDEX audit_log_provider_message_id;
+	CREATE TABLE bench_message_ids (provider text NOT NULL, message_id text NOT NULL, id uuid NOT NULL, created_at timestamptz NOT NULL)
+		PARTITION BY RANGE (created_at);
+	CREATE INDEX ON bench_message_ids (message_id);
+	CREATE TABLE bench_message_ids_default PARTITION OF bench_message_ids DEFAULT;`
+	finishMapped = `WITH done AS (
+		UPDATE audit_log a
+		SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
+		FROM %s
+		WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = 'sending'
+		RETURNING a.id, a.created_at, a.provider, a.provider_message_id
+	), mapped AS (
+		INSERT INTO bench_message_ids (provider, message_id, id, created_at)
+		SELECT provider, provider_message_id, id, created_at FROM done
+		WHERE provider IS NOT NULL AND provider_message_id IS NOT NULL
+	)
+	SELECT id::text FROM done`
+	receiptMapped = `WITH receipt AS (
+			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
+			VALUES ($1, $2, $3, NULLIF($4, ''))
+			ON CONFLICT DO NOTHING
+		)
+		UPDATE audit_log a
+		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
+		FROM bench_message_ids m
+		WHERE m.message_id = $2 AND m.provider = $1 AND a.id = m.id AND a.created_at = m.created_at
+		  AND smsgw_delivery_rank(coalesce(a.delivery_status, '')) <= smsgw_delivery_rank($3)`
+
+	// The final outcome as a row of its own that readers would join.
+	outcomes = `CREATE TABLE bench_outcomes (id uuid, created_at timestamptz, outcome text NOT NULL, reason text,
+		provider text, provider_message_id text, PRIMARY KEY (id, created_at));
+	CREATE INDEX ON bench_outcomes (provider_message_id);`
+	finishAppended = `INSERT INTO bench_outcomes (id, created_at, outcome, reason, provider, provider_message_id)
+		SELECT u.id::uuid, u.created_at, u.outcome, u.reason, u.provider, u.provider_message_id FROM %s
+		ON CONFLICT DO NOTHING`
+	receiptAppended = `WITH receipt AS (
+			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
+			VALUES ($1, $2, $3, NULLIF($4, ''))
+			ON CONFLICT DO NOTHING
+		)
+		UPDATE audit_log a
+		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
+		FROM bench_outcomes o
+		WHERE o.provider_message_id = $2 AND o.provider = $1 AND a.id = o.id AND a.created_at = o.created_at
+		  AND smsgw_delivery_rank(coalesce(a.delivery_status, '')) <= smsgw_delivery_rank($3)`
+)
+
+func outcomeWays() []outcomeWay {
+	with := func(sql string) string { return fmt.Sprintf(sql, fromArrays) }
+	return []outcomeWay{
+		{name: "today", upTo: "005", finish: with(finishToday), receipt: receiptToday},
+		{name: "fillfactor-80", upTo: "005", schema: fillfactor(80), finish: with(finishToday), receipt: receiptToday},
+		{name: "message-ids-table", upTo: "005", schema: messageIDs, finish: with(finishMapped), receipt: receiptMapped},
+		{name: "message-ids-table-fillfactor-80", upTo: "005", schema: messageIDs + fillfactor(80), finish: with(finishMapped), receipt: receiptMapped},
+		{name: "message-ids-table-fillfactor-70", upTo: "005", schema: messageIDs + fillfactor(70), finish: with(finishMapped), receipt: receiptMapped},
+		{name: "message-ids-table-fillfactor-50", upTo: "005", schema: messageIDs + fillfactor(50), finish: with(finishMapped), receipt: receiptMapped},
+		{name: "appended-outcome-fillfactor-80", upTo: "005", schema: outcomes + fillfactor(80), finish: with(finishAppended), receipt: receiptAppended, appends: true},
+	}
+}
+
+// BenchmarkFinalOutcome measures the second Postgres write of a send, its
+// final outcome, the ways outcomeWays lists, each on a database of its own:
+// an iteration is 1,000 sends as the writer makes them (first rows in
+// groups of 10, final outcomes 50 a group, written while later sends' first
+// rows go in), then one "delivered" receipt per text. Per way it reports the
+// final-outcome write's rows/s, its WAL bytes and full-page images per send
+// (EXPLAIN (ANALYZE, WAL): this statement's own, whatever else the server
+// does), the share of audit_log updates that were HOT, and the audit
+// tables' bytes per send (heap, indexes and the narrow tables, no VACUUM);
+// then the same for the receipts. Run it alone:
+//
+//	go test -run '^$' -bench FinalOutcome -benchtime 10x ./audit
+func BenchmarkFinalOutcome(b *testing.B) {
+	for _, way := range outcomeWays() {
+		b.Run(way.name, func(b *testing.B) { benchOutcome(b, way) })
+	}
+}
+
+const (
+	benchSends      = 1000
+	benchFirstGroup = 10
+	benchFinalGroup = 50
+)
+
+func benchOutcome(b *testing.B, way outcomeWay) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testenv.Database(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	all, err := migrations.All()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range all {
+		if way.upTo != "" && m.Version > way.upTo+"~" {
+			break
+		}
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			b.Fatalf("%s: %v", m.Version, err)
+		}
+	}
+	if way.schema != "" {
+		if _, err := conn.Exec(ctx, way.schema); err != nil {
+			b.Fatalf("schema: %v", err)
+		}
+	}
+	var first, final, receipts walUse
+	var finalTime, receiptTime time.Duration
+	var upd, hot, rUpd, rHot int64
+	sends := 0
+	for b.Loop() {
+		rows := make([]otp.AuditEvent, benchSends)
+		for i := range rows {
+			rows[i] = benchSend(i)
+		}
+		u0, h0 := updates(b, conn)
+		finished := 0
+		for next := 0; next < len(rows); next += benchFirstGroup {
+			sending := make([]otp.AuditEvent, benchFirstGroup)
+			for i, e := range rows[next : next+benchFirstGroup] {
+				e.Outcome, e.Provider, e.MessageID = otp.OutcomeSending, "", ""
+				sending[i] = e
+			}
+			first.add(explain(b, conn, insertFresh, arrays(sending)...))
+			// Final outcomes lag their first rows by a group, as the
+			// writer's 50 ms do.
+			for ; finished+2*benchFinalGroup <= next+benchFirstGroup; finished += benchFinalGroup {
+				finalTime += writeFinals(b, conn, way, &final, rows[finished:finished+benchFinalGroup])
+			}
+		}
+		for ; finished < len(rows); finished += benchFinalGroup {
+			finalTime += writeFinals(b, conn, way, &final, rows[finished:min(finished+benchFinalGroup, len(rows))])
+		}
+		u1, h1 := updates(b, conn)
+		for _, e := range rows {
+			start := time.Now()
+			receipts.add(explain(b, conn, way.receipt, e.Provider, e.MessageID, "delivered", ""))
+			receiptTime += time.Since(start)
+		}
+		u2, h2 := updates(b, conn)
+		upd, hot, rUpd, rHot = upd+u1-u0, hot+h1-h0, rUpd+u2-u1, rHot+h2-h1
+		sends += len(rows)
+	}
+	if way.appends {
+		upd = int64(sends)
+	} else if upd != int64(sends) {
+		b.Fatalf("%d final outcomes updated %d audit_log rows", sends, upd)
+	}
+	var size int64
+	if err := conn.QueryRow(ctx, `SELECT sum(pg_total_relation_size(oid)) FROM pg_class
+		WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace
+		  AND relname NOT IN ('delivery_receipts', 'schema_migrations')`).Scan(&size); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(sends)
+	b.ReportMetric(float64(first.bytes)/n, "first-WAL-B/send")
+	b.ReportMetric(n/finalTime.Seconds(), "final-rows/s")
+	b.ReportMetric(float64(final.bytes)/n, "final-WAL-B/send")
+	b.ReportMetric(float64(final.fpi)/n, "final-FPI/send")
+	b.ReportMetric(100*float64(hot)/float64(max(upd, 1)), "final-HOT-%")
+	b.ReportMetric(float64(size)/n, "table+index-B/send")
+	b.ReportMetric(n/receiptTime.Seconds(), "receipts/s")
+	b.ReportMetric(float64(receipts.bytes)/n, "receipt-WAL-B/send")
+	b.ReportMetric(100*float64(rHot)/float64(max(rUpd, 1)), "receipt-HOT-%")
+}
+
+// writeFinals writes final outcomes the way way does, adding their WAL to w.
+func writeFinals(b *testing.B, conn *pgx.Conn, way outcomeWay, w *walUse, rows []otp.AuditEvent) time.Duration {
+	start := time.Now()
+	w.add(explain(b, conn, way.finish, arrays(rows)...))
+	return time.Since(start)
+}
+
+// benchSend is a send as it reaches the writer: a new number and a new
+// address each, a Twilio-like message id.
+func benchSend(i int) otp.AuditEvent {
+	phone, _ := rand.Int(rand.Reader, big.NewInt(1e9))
+	var ip [4]byte
+	var sid, req [16]byte
+	rand.Read(ip[:])
+	rand.Read(sid[:])
+	rand.Read(req[:])
+	return otp.AuditEvent{
+		ID: uuid.Must(uuid.NewV7()).String(), Time: time.Now().UTC(), Kind: otp.KindSend, Outcome: otp.OutcomeSent,
+		RequestID: hex.EncodeToString(req[:]), Phone: fmt.Sprintf("+1415%09d", phone), ClientIP: netip.AddrFrom4(ip),
+		Provider: "twilio", MessageID: "SM" + hex.EncodeToString(sid[:]), APIKey: fmt.Sprintf("key-%d", i%3),
+	}
+}
+
+// walUse is what statements wrote to the WAL.
+type walUse struct{ records, fpi, bytes int64 }
+
+func (w *walUse) add(o walUse) { w.records, w.fpi, w.bytes = w.records+o.records, w.fpi+o.fpi, w.bytes+o.bytes }
+
+// explain runs sql and reports the WAL it wrote (its own, counted by the
+// executor, whatever else the server does).
+func explain(b *testing.B, conn *pgx.Conn, sql string, args ...any) walUse {
+	b.Helper()
+	var out []byte
+	if err := conn.QueryRow(context.Background(), "EXPLAIN (ANALYZE, WAL, TIMING OFF, COSTS OFF, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+		b.Fatalf("%v: %s", err, strings.Fields(sql)[0])
+	}
+	var plan []struct {
+		Plan struct {
+			Records int64 `json:"WAL Records"`
+			FPI     int64 `json:"WAL FPI"`
+			Bytes   int64 `json:"WAL Bytes"`
+		}
+	}
+	if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
+		b.Fatalf("explain: %v %s", err, out)
+	}
+	return walUse{plan[0].Plan.Records, plan[0].Plan.FPI, plan[0].Plan.Bytes}
+}
+
+// updates counts the updates of audit_log's partitions so far, and the HOT
+// ones, this connection's included.
+func updates(b *testing.B, conn *pgx.Conn) (all, hot int64) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		b.Fatal(err)
+	}
+	err := conn.QueryRow(ctx, `SELECT coalesce(sum(n_tup_upd), 0), coalesce(sum(n_tup_hot_upd), 0) FROM pg_stat_user_tables
+		WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'audit_log'::regclass)`).Scan(&all, &hot)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return all, hot
+}
