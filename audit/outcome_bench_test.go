@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,27 +117,73 @@ func outcomeWays() []outcomeWay {
 		{name: "fillfactor-80", upTo: "005", schema: fillfactor(80), finish: with(finishToday), receipt: receiptToday},
 		{name: "message-ids-table", upTo: "005", schema: messageIDs, finish: with(finishMapped), receipt: receiptMapped},
 		{name: "message-ids-table-fillfactor-80", upTo: "005", schema: messageIDs + fillfactor(80), finish: with(finishMapped), receipt: receiptMapped},
-		{name: "message-ids-table-fillfactor-70", upTo: "005", schema: messageIDs + fillfactor(70), finish: with(finishMapped), receipt: receiptMapped},
+		// What ships: migration 006 (audit_message_ids, fillfactor 70).
+		{name: "shipped-message-ids-fillfactor-70", finish: finishSending, receipt: report},
+		{name: "message-ids-table-fillfactor-60", upTo: "005", schema: messageIDs + fillfactor(60), finish: with(finishMapped), receipt: receiptMapped},
 		{name: "message-ids-table-fillfactor-50", upTo: "005", schema: messageIDs + fillfactor(50), finish: with(finishMapped), receipt: receiptMapped},
 		{name: "appended-outcome-fillfactor-80", upTo: "005", schema: outcomes + fillfactor(80), finish: with(finishAppended), receipt: receiptAppended, appends: true},
 	}
 }
 
 // BenchmarkFinalOutcome measures the second Postgres write of a send, its
-// final outcome, the ways outcomeWays lists, each on a database of its own:
-// an iteration is 1,000 sends as the writer makes them (first rows in
-// groups of 10, final outcomes 50 a group, written while later sends' first
-// rows go in), then one "delivered" receipt per text. Per way it reports the
-// final-outcome write's rows/s, its WAL bytes and full-page images per send
-// (EXPLAIN (ANALYZE, WAL): this statement's own, whatever else the server
-// does), the share of audit_log updates that were HOT, and the audit
-// tables' bytes per send (heap, indexes and the narrow tables, no VACUUM);
-// then the same for the receipts. Run it alone:
+// final outcome, the ways outcomeWays lists, each on a database of its own,
+// in interleaved rounds (SMSGW_BENCH_ROUNDS, default 3; medians). A round
+// is, per way, 1,000 sends as the writer makes them (first rows in groups
+// of 10, final outcomes 50 a group, written while later sends' first rows go
+// in), then one "delivered" receipt per text. For the final-outcome write it
+// reports rows/s, WAL bytes and full-page images per send (EXPLAIN (ANALYZE,
+// WAL): the statement's own, whatever else the shared server does; "lsn" is
+// pg_current_wal_lsn's difference around it, everyone's WAL) and the share
+// of audit_log updates that were HOT; then the same for receipts, and the
+// audit tables' bytes per send at the end (heap, indexes, narrow tables; a
+// VACUUM after each round, as autovacuum would, so space dead row versions
+// leave is reused). Run it alone:
 //
-//	go test -run '^$' -bench FinalOutcome -benchtime 10x ./audit
+//	go test -run '^$' -bench FinalOutcome -benchtime 1x -v ./audit
 func BenchmarkFinalOutcome(b *testing.B) {
-	for _, way := range outcomeWays() {
-		b.Run(way.name, func(b *testing.B) { benchOutcome(b, way) })
+	ways := outcomeWays()
+	conns := make([]*pgx.Conn, len(ways))
+	for i, way := range ways {
+		conns[i] = outcomeDatabase(b, way)
+	}
+	rounds := testenv.BenchRounds(b, 3)
+	got := make([][]outcomeRound, len(ways))
+	for b.Loop() {
+		for range rounds {
+			for i, way := range ways {
+				got[i] = append(got[i], benchOutcome(b, conns[i], way))
+			}
+		}
+	}
+	b.Logf("%d rounds of %d sends a way, medians; uptime: %s", rounds, benchSends, loadAverage())
+	b.Logf("%-32s %9s %9s %9s %7s %7s %9s %9s %7s %9s %9s", "way", "final/s", "WAL B", "lsn B", "FPI", "HOT %",
+		"first B", "rcpt WAL", "HOT %", "rcpt/s", "size B")
+	for i, way := range ways {
+		m := func(f func(outcomeRound) float64) float64 {
+			xs := make([]float64, len(got[i]))
+			for j, r := range got[i] {
+				xs[j] = f(r)
+			}
+			return testenv.Median(xs)
+		}
+		var size int64
+		if err := conns[i].QueryRow(context.Background(), `SELECT sum(pg_total_relation_size(oid)) FROM pg_class
+			WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace
+			  AND relname NOT IN ('delivery_receipts', 'schema_migrations')`).Scan(&size); err != nil {
+			b.Fatal(err)
+		}
+		n := float64(benchSends)
+		b.Logf("%-32s %9.0f %9.0f %9.0f %7.2f %7.1f %9.0f %9.0f %7.1f %9.0f %9.0f", way.name,
+			m(func(r outcomeRound) float64 { return n / r.finalTime.Seconds() }),
+			m(func(r outcomeRound) float64 { return float64(r.final.bytes) / n }),
+			m(func(r outcomeRound) float64 { return float64(r.lsn) / n }),
+			m(func(r outcomeRound) float64 { return float64(r.final.fpi) / n }),
+			m(func(r outcomeRound) float64 { return 100 * float64(r.hot) / float64(max(r.updates, 1)) }),
+			m(func(r outcomeRound) float64 { return float64(r.first.bytes) / n }),
+			m(func(r outcomeRound) float64 { return float64(r.receipts.bytes) / n }),
+			m(func(r outcomeRound) float64 { return 100 * float64(r.receiptHOT) / float64(max(r.receiptUpdates, 1)) }),
+			m(func(r outcomeRound) float64 { return n / r.receiptTime.Seconds() }),
+			float64(size)/float64(len(got[i])*benchSends))
 	}
 }
 
@@ -146,13 +193,24 @@ const (
 	benchFinalGroup = 50
 )
 
-func benchOutcome(b *testing.B, way outcomeWay) {
+// outcomeRound is what one round of a way measured.
+type outcomeRound struct {
+	first, final, receipts     walUse
+	lsn                        int64
+	finalTime, receiptTime     time.Duration
+	updates, hot               int64
+	receiptUpdates, receiptHOT int64
+}
+
+// outcomeDatabase is a connection to a database of the benchmark's own with
+// way's schema, dropped when the benchmark ends.
+func outcomeDatabase(b *testing.B, way outcomeWay) *pgx.Conn {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, testenv.Database(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	b.Cleanup(func() { conn.Close(ctx) })
 	all, err := migrations.All()
 	if err != nil {
 		b.Fatal(err)
@@ -167,74 +225,85 @@ func benchOutcome(b *testing.B, way outcomeWay) {
 	}
 	if way.schema != "" {
 		if _, err := conn.Exec(ctx, way.schema); err != nil {
-			b.Fatalf("schema: %v", err)
+			b.Fatalf("%s: %v", way.name, err)
 		}
 	}
-	var first, final, receipts walUse
-	var finalTime, receiptTime time.Duration
-	var upd, hot, rUpd, rHot int64
-	sends := 0
-	for b.Loop() {
-		rows := make([]otp.AuditEvent, benchSends)
-		for i := range rows {
-			rows[i] = benchSend(i)
-		}
-		u0, h0 := updates(b, conn)
-		finished := 0
-		for next := 0; next < len(rows); next += benchFirstGroup {
-			sending := make([]otp.AuditEvent, benchFirstGroup)
-			for i, e := range rows[next : next+benchFirstGroup] {
-				e.Outcome, e.Provider, e.MessageID = otp.OutcomeSending, "", ""
-				sending[i] = e
-			}
-			first.add(explain(b, conn, insertFresh, arrays(sending)...))
-			// Final outcomes lag their first rows by a group, as the
-			// writer's 50 ms do.
-			for ; finished+2*benchFinalGroup <= next+benchFirstGroup; finished += benchFinalGroup {
-				finalTime += writeFinals(b, conn, way, &final, rows[finished:finished+benchFinalGroup])
-			}
-		}
-		for ; finished < len(rows); finished += benchFinalGroup {
-			finalTime += writeFinals(b, conn, way, &final, rows[finished:min(finished+benchFinalGroup, len(rows))])
-		}
-		u1, h1 := updates(b, conn)
-		for _, e := range rows {
-			start := time.Now()
-			receipts.add(explain(b, conn, way.receipt, e.Provider, e.MessageID, "delivered", ""))
-			receiptTime += time.Since(start)
-		}
-		u2, h2 := updates(b, conn)
-		upd, hot, rUpd, rHot = upd+u1-u0, hot+h1-h0, rUpd+u2-u1, rHot+h2-h1
-		sends += len(rows)
-	}
-	if way.appends {
-		upd = int64(sends)
-	} else if upd != int64(sends) {
-		b.Fatalf("%d final outcomes updated %d audit_log rows", sends, upd)
-	}
-	var size int64
-	if err := conn.QueryRow(ctx, `SELECT sum(pg_total_relation_size(oid)) FROM pg_class
-		WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace
-		  AND relname NOT IN ('delivery_receipts', 'schema_migrations')`).Scan(&size); err != nil {
-		b.Fatal(err)
-	}
-	n := float64(sends)
-	b.ReportMetric(float64(first.bytes)/n, "first-WAL-B/send")
-	b.ReportMetric(n/finalTime.Seconds(), "final-rows/s")
-	b.ReportMetric(float64(final.bytes)/n, "final-WAL-B/send")
-	b.ReportMetric(float64(final.fpi)/n, "final-FPI/send")
-	b.ReportMetric(100*float64(hot)/float64(max(upd, 1)), "final-HOT-%")
-	b.ReportMetric(float64(size)/n, "table+index-B/send")
-	b.ReportMetric(n/receiptTime.Seconds(), "receipts/s")
-	b.ReportMetric(float64(receipts.bytes)/n, "receipt-WAL-B/send")
-	b.ReportMetric(100*float64(rHot)/float64(max(rUpd, 1)), "receipt-HOT-%")
+	return conn
 }
 
-// writeFinals writes final outcomes the way way does, adding their WAL to w.
-func writeFinals(b *testing.B, conn *pgx.Conn, way outcomeWay, w *walUse, rows []otp.AuditEvent) time.Duration {
+func benchOutcome(b *testing.B, conn *pgx.Conn, way outcomeWay) outcomeRound {
+	var r outcomeRound
+	rows := make([]otp.AuditEvent, benchSends)
+	for i := range rows {
+		rows[i] = benchSend(i)
+	}
+	u0, h0 := updates(b, conn)
+	finished := 0
+	for next := 0; next < len(rows); next += benchFirstGroup {
+		sending := make([]otp.AuditEvent, benchFirstGroup)
+		for i, e := range rows[next : next+benchFirstGroup] {
+			e.Outcome, e.Provider, e.MessageID = otp.OutcomeSending, "", ""
+			sending[i] = e
+		}
+		r.first.add(explain(b, conn, insertFresh, arrays(sending)...))
+		// Final outcomes lag their first rows by a group, as the
+		// writer's 50 ms do.
+		for ; finished+2*benchFinalGroup <= next+benchFirstGroup; finished += benchFinalGroup {
+			writeFinals(b, conn, way, &r, rows[finished:finished+benchFinalGroup])
+		}
+	}
+	for ; finished < len(rows); finished += benchFinalGroup {
+		writeFinals(b, conn, way, &r, rows[finished:min(finished+benchFinalGroup, len(rows))])
+	}
+	u1, h1 := updates(b, conn)
+	for _, e := range rows {
+		start := time.Now()
+		r.receipts.add(explain(b, conn, way.receipt, e.Provider, e.MessageID, "delivered", ""))
+		r.receiptTime += time.Since(start)
+	}
+	u2, h2 := updates(b, conn)
+	// Autovacuum's work, done now: the next round reuses the space dead
+	// row versions leave (the size column is the steady state's).
+	if _, err := conn.Exec(context.Background(), "VACUUM"); err != nil {
+		b.Fatal(err)
+	}
+	r.updates, r.hot, r.receiptUpdates, r.receiptHOT = u1-u0, h1-h0, u2-u1, h2-h1
+	if !way.appends && r.updates != benchSends {
+		b.Fatalf("%s: %d final outcomes updated %d audit_log rows", way.name, benchSends, r.updates)
+	}
+	if way.appends {
+		r.updates = benchSends
+	}
+	return r
+}
+
+// writeFinals writes final outcomes the way way does, into r.
+func writeFinals(b *testing.B, conn *pgx.Conn, way outcomeWay, r *outcomeRound, rows []otp.AuditEvent) {
+	b.Helper()
+	before := lsn(b, conn)
 	start := time.Now()
-	w.add(explain(b, conn, way.finish, arrays(rows)...))
-	return time.Since(start)
+	r.final.add(explain(b, conn, way.finish, arrays(rows)...))
+	r.finalTime += time.Since(start)
+	r.lsn += lsn(b, conn) - before
+}
+
+// lsn is where the server's WAL is.
+func lsn(b *testing.B, conn *pgx.Conn) int64 {
+	b.Helper()
+	var at int64
+	if err := conn.QueryRow(context.Background(), "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint").Scan(&at); err != nil {
+		b.Fatal(err)
+	}
+	return at
+}
+
+// loadAverage is /proc/loadavg's first three fields.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // benchSend is a send as it reaches the writer: a new number and a new
@@ -256,7 +325,9 @@ func benchSend(i int) otp.AuditEvent {
 // walUse is what statements wrote to the WAL.
 type walUse struct{ records, fpi, bytes int64 }
 
-func (w *walUse) add(o walUse) { w.records, w.fpi, w.bytes = w.records+o.records, w.fpi+o.fpi, w.bytes+o.bytes }
+func (w *walUse) add(o walUse) {
+	w.records, w.fpi, w.bytes = w.records+o.records, w.fpi+o.fpi, w.bytes+o.bytes
+}
 
 // explain runs sql and reports the WAL it wrote (its own, counted by the
 // executor, whatever else the server does).
