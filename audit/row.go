@@ -187,12 +187,12 @@ func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 	return err
 }
 
-// pick is plain when no event carries a message id, else mapped, which
+// pick is plain when no event carries a message id, else noting, which
 // also notes them for delivery receipts.
-func pick(events []otp.AuditEvent, plain, mapped string) string {
+func pick(events []otp.AuditEvent, plain, noting string) string {
 	for _, e := range events {
 		if e.MessageID != "" {
-			return mapped
+			return noting
 		}
 	}
 	return plain
