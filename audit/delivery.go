@@ -20,16 +20,20 @@ var _ otp.DeliveryLog = (*Deliveries)(nil)
 // NewDeliveries returns a Deliveries.
 func NewDeliveries(pool *pgxpool.Pool) *Deliveries { return &Deliveries{pool: pool} }
 
-// report stores a receipt and moves its text's delivery status forward. The
-// row is found through audit_message_ids (audit_log has no index on the
-// message id: its final-outcome UPDATE could not be HOT with one); the
-// UPDATE sets no indexed column either, so it is HOT when its page has room.
-const report = `
+// storeReceipt keeps a receipt ($1 provider, $2 message id, $3 status, $4
+// error code) in delivery_receipts, each status once.
+const storeReceipt = `
 		WITH receipt AS (
 			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
 			VALUES ($1, $2, $3, NULLIF($4, ''))
 			ON CONFLICT DO NOTHING
-		)
+		)`
+
+// report stores a receipt and moves its text's delivery status forward. The
+// row is found through audit_message_ids (audit_log has no index on the
+// message id: its final-outcome UPDATE could not be HOT with one); the
+// UPDATE sets no indexed column either, so it is HOT when its page has room.
+const report = storeReceipt + `
 		UPDATE audit_log a
 		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
 		FROM audit_message_ids m

@@ -51,11 +51,7 @@ const (
 	FROM ` + "%s" + `
 	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = 'sending'
 	RETURNING a.id::text`
-	receiptToday = `WITH receipt AS (
-			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
-			VALUES ($1, $2, $3, NULLIF($4, ''))
-			ON CONFLICT DO NOTHING
-		)
+	receiptToday = storeReceipt + `
 		UPDATE audit_log
 		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
 		WHERE provider = $1 AND provider_message_id = $2
@@ -80,15 +76,13 @@ const (
 		WHERE provider IS NOT NULL AND provider_message_id IS NOT NULL
 	)
 	SELECT id::text FROM done`
-	receiptMapped = `WITH receipt AS (
-			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
-			VALUES ($1, $2, $3, NULLIF($4, ''))
-			ON CONFLICT DO NOTHING
-		)
+	// receiptThrough finds a receipt's row through a table (%[1]s) that
+	// has its message id (in column %[2]s).
+	receiptThrough = storeReceipt + `
 		UPDATE audit_log a
 		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
-		FROM bench_message_ids m
-		WHERE m.message_id = $2 AND m.provider = $1 AND a.id = m.id AND a.created_at = m.created_at
+		FROM %[1]s m
+		WHERE m.%[2]s = $2 AND m.provider = $1 AND a.id = m.id AND a.created_at = m.created_at
 		  AND smsgw_delivery_rank(coalesce(a.delivery_status, '')) <= smsgw_delivery_rank($3)`
 
 	// The final outcome as a row of its own that readers would join.
@@ -98,20 +92,12 @@ const (
 	finishAppended = `INSERT INTO bench_outcomes (id, created_at, outcome, reason, provider, provider_message_id)
 		SELECT u.id::uuid, u.created_at, u.outcome, u.reason, u.provider, u.provider_message_id FROM %s
 		ON CONFLICT DO NOTHING`
-	receiptAppended = `WITH receipt AS (
-			INSERT INTO delivery_receipts (provider, message_id, status, error_code)
-			VALUES ($1, $2, $3, NULLIF($4, ''))
-			ON CONFLICT DO NOTHING
-		)
-		UPDATE audit_log a
-		SET delivery_status = $3, delivery_error_code = NULLIF($4, ''), delivery_updated_at = now()
-		FROM bench_outcomes o
-		WHERE o.provider_message_id = $2 AND o.provider = $1 AND a.id = o.id AND a.created_at = o.created_at
-		  AND smsgw_delivery_rank(coalesce(a.delivery_status, '')) <= smsgw_delivery_rank($3)`
 )
 
 func outcomeWays() []outcomeWay {
 	with := func(sql string) string { return fmt.Sprintf(sql, fromArrays) }
+	receiptMapped := fmt.Sprintf(receiptThrough, "bench_message_ids", "message_id")
+	receiptAppended := fmt.Sprintf(receiptThrough, "bench_outcomes", "provider_message_id")
 	return []outcomeWay{
 		{name: "today", upTo: "005", finish: with(finishToday), receipt: receiptToday},
 		{name: "fillfactor-80", upTo: "005", schema: fillfactor(80), finish: with(finishToday), receipt: receiptToday},

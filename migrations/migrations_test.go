@@ -96,25 +96,8 @@ func TestEnsureDatabaseCreatesIt(t *testing.T) {
 func TestPartitioningKeepsExistingRows(t *testing.T) {
 	dsn := testenv.Database(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all[:3] {
-		if _, err := conn.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Version, err)
-		}
-		conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version)
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164)
+	conn, all := migratedUpTo(t, dsn, 3)
+	_, err := conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164)
 		SELECT gen_random_uuid(), now() - make_interval(days => g * 20), 'send', 'sent', 'r' || g, '+14155552671'
 		FROM generate_series(0, 9) g`)
 	if err != nil {
@@ -149,27 +132,8 @@ func TestPartitioningKeepsExistingRows(t *testing.T) {
 func TestMessageIDsOfExistingRows(t *testing.T) {
 	dsn := testenv.Database(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all[:5] {
-		if _, err := conn.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Version, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, provider, provider_message_id)
+	conn, _ := migratedUpTo(t, dsn, 5)
+	_, err := conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, provider, provider_message_id)
 		SELECT gen_random_uuid(), now() - make_interval(days => g * 200), 'send', 'sent', 'r' || g, '+14155552671', 'twilio', 'SM' || g
 		FROM generate_series(0, 2) g
 		UNION ALL SELECT gen_random_uuid(), now(), 'send', 'sending', 'r9', '+14155552671', NULL, NULL`)
@@ -196,4 +160,32 @@ func TestMessageIDsOfExistingRows(t *testing.T) {
 		WHERE i.inhparent = 'audit_log'::regclass AND NOT coalesce('fillfactor=70' = ANY (c.reloptions), false)`).Scan(&packed); err != nil || packed != 0 {
 		t.Fatalf("%d audit_log partitions without fillfactor 70 (%v)", packed, err)
 	}
+}
+
+// migratedUpTo connects to dsn (closed when the test ends) and applies the
+// first n migrations as Apply would have, returning them all.
+func migratedUpTo(t *testing.T, dsn string, n int) (*pgx.Conn, []migrations.Migration) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:n] {
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Version, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn, all
 }
