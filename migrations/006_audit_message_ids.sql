@@ -19,7 +19,8 @@ CREATE TABLE audit_message_ids_default PARTITION OF audit_message_ids DEFAULT;
 
 -- audit_message_ids has a partition for each of audit_log's, over the same
 -- range, named after it (audit_log_202611: audit_message_ids_202611), so
--- retention drops both; and every audit_log partition has fillfactor 70.
+-- retention drops both; and every audit_log partition has fillfactor 70
+-- (unless an operator set another).
 -- Called here and after every partition maintenance (audit.Maintain). A
 -- month whose audit_log partition was made some other way may have noted
 -- message ids in the default partition already: they move to its own.
@@ -41,7 +42,7 @@ BEGIN
                 p.relname, twin);
             EXECUTE format('ALTER TABLE audit_message_ids ATTACH PARTITION %I %s', twin, p.bound);
         END IF;
-        IF NOT coalesce('fillfactor=70' = ANY (p.reloptions), false) THEN
+        IF NOT EXISTS (SELECT FROM unnest(p.reloptions) o WHERE o LIKE 'fillfactor=%') THEN
             EXECUTE format('ALTER TABLE %I SET (fillfactor = 70)', p.relname);
         END IF;
     END LOOP;
