@@ -39,6 +39,9 @@ func Maintain(ctx context.Context, pool *pgxpool.Pool, now time.Time, ahead int,
 			return dropped, fmt.Errorf("audit: create partition %s: %w", name, err)
 		}
 	}
+	if err := follow(ctx, conn); err != nil {
+		return dropped, err
+	}
 	if retention <= 0 {
 		return dropped, nil
 	}
@@ -63,10 +66,22 @@ func Maintain(ctx context.Context, pool *pgxpool.Pool, now time.Time, ahead int,
 		}
 		dropped = append(dropped, name)
 	}
-	if _, err := conn.Exec(ctx, "DELETE FROM audit_log_default WHERE created_at < $1", cutoff); err != nil {
-		return dropped, fmt.Errorf("audit: retention of the default partition: %w", err)
+	for _, table := range []string{"audit_log_default", "audit_message_ids_default"} {
+		if _, err := conn.Exec(ctx, "DELETE FROM "+table+" WHERE created_at < $1", cutoff); err != nil {
+			return dropped, fmt.Errorf("audit: retention of %s: %w", table, err)
+		}
 	}
-	return dropped, nil
+	return dropped, follow(ctx, conn)
+}
+
+// follow gives audit_message_ids a partition for each of audit_log's and
+// drops the others, and gives audit_log's partitions their fillfactor
+// (migration 006).
+func follow(ctx context.Context, conn *pgxpool.Conn) error {
+	if _, err := conn.Exec(ctx, "SELECT smsgw_audit_partitions_follow()"); err != nil {
+		return fmt.Errorf("audit: partitions of audit_message_ids: %w", err)
+	}
+	return nil
 }
 
 func partitionName(month time.Time) string { return "audit_log_" + month.Format("200601") }

@@ -78,13 +78,32 @@ var (
 			phone_e164 = excluded.phone_e164, client_ip = excluded.client_ip, api_key = excluded.api_key
 		WHERE (audit_log.outcome = '` + otp.OutcomeSending + `' AND excluded.outcome <> '` + otp.OutcomeSending + `')
 			OR excluded.count > audit_log.count`
+	// mapped follows a statement named done that returns the rows it
+	// stored or changed: it notes the message ids of those rows in
+	// audit_message_ids, where delivery receipts look them up, and names
+	// the rows. A row's message id is set once (with its final outcome), so
+	// it is noted once however often the row is written.
+	mapped = `, mapped AS (
+		INSERT INTO audit_message_ids (provider, message_id, id, created_at)
+		SELECT provider, provider_message_id, id, created_at FROM done
+		WHERE provider IS NOT NULL AND provider_message_id IS NOT NULL
+	)
+	SELECT id::text FROM done`
 	// finishSending replaces "sending" with final outcomes, and names the
-	// rows it changed.
-	finishSending = `UPDATE audit_log a
-	SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
-	FROM ` + fromArrays + `
-	WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
-	RETURNING a.id::text`
+	// rows it changed. It sets no indexed column of audit_log, so, with the
+	// room fillfactor keeps on each page, the new versions are mostly HOT
+	// (migration 006).
+	finishSending = `WITH done AS (
+		UPDATE audit_log a
+		SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
+		FROM ` + fromArrays + `
+		WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
+		RETURNING a.id, a.created_at, a.provider, a.provider_message_id
+	)` + mapped
+	// insertFreshMapped and upsertMapped are insertFresh and upsert for
+	// rows that carry a message id.
+	insertFreshMapped = `WITH done AS (` + insertFresh + ` RETURNING id, created_at, provider, provider_message_id)` + mapped
+	upsertMapped      = `WITH done AS (` + upsert + ` RETURNING id, created_at, provider, provider_message_id)` + mapped
 )
 
 // Write stores events in any state, in one statement. Rows already stored
@@ -93,7 +112,7 @@ var (
 // a spool.
 func Write(ctx context.Context, pool *pgxpool.Pool, events []otp.AuditEvent) error {
 	events = latest(events)
-	if _, err := pool.Exec(ctx, upsert, arrays(events)...); err != nil {
+	if _, err := pool.Exec(ctx, pick(events, upsert, upsertMapped), arrays(events)...); err != nil {
 		return fmt.Errorf("audit: write %d rows: %w", len(events), err)
 	}
 	return applyEarlyReceipts(ctx, pool, events)
@@ -113,19 +132,19 @@ func writeGroup(ctx context.Context, pool *pgxpool.Pool, fresh, finals, rollups 
 	switch {
 	case len(fresh) == 0 && len(finals) == 0:
 	case len(finals) == 0:
-		_, err = pool.Exec(ctx, insertFresh, arrays(fresh)...)
+		_, err = pool.Exec(ctx, pick(fresh, insertFresh, insertFreshMapped), arrays(fresh)...)
 	case len(fresh) == 0:
 		err = finish(ctx, pool, finals)
 	default:
 		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, insertFresh, arrays(fresh)...); err != nil {
+			if _, err := tx.Exec(ctx, pick(fresh, insertFresh, insertFreshMapped), arrays(fresh)...); err != nil {
 				return err
 			}
 			return finish(ctx, tx, finals)
 		})
 	}
 	if err == nil && len(rollups) > 0 {
-		_, err = pool.Exec(ctx, upsert, arrays(latest(rollups))...)
+		_, err = pool.Exec(ctx, upsert, arrays(latest(rollups))...) // rollups carry no message id
 	}
 	all := slices.Concat(fresh, finals, rollups)
 	var pgErr *pgconn.PgError
@@ -164,8 +183,19 @@ func finish(ctx context.Context, q querier, finals []otp.AuditEvent) error {
 		finished[id] = true
 	}
 	rest := slices.DeleteFunc(finals, func(e otp.AuditEvent) bool { return finished[e.ID] })
-	_, err = q.Exec(ctx, upsert, arrays(rest)...)
+	_, err = q.Exec(ctx, pick(rest, upsert, upsertMapped), arrays(rest)...)
 	return err
+}
+
+// pick is plain when no event carries a message id, else noting, which
+// also notes them for delivery receipts.
+func pick(events []otp.AuditEvent, plain, noting string) string {
+	for _, e := range events {
+		if e.MessageID != "" {
+			return noting
+		}
+	}
+	return plain
 }
 
 // latest keeps the last version of each row in a batch (a send's final

@@ -96,25 +96,8 @@ func TestEnsureDatabaseCreatesIt(t *testing.T) {
 func TestPartitioningKeepsExistingRows(t *testing.T) {
 	dsn := testenv.Database(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	all, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all[:3] {
-		if _, err := conn.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Version, err)
-		}
-		conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version)
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164)
+	conn, all := migratedUpTo(t, dsn, 3)
+	_, err := conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164)
 		SELECT gen_random_uuid(), now() - make_interval(days => g * 20), 'send', 'sent', 'r' || g, '+14155552671'
 		FROM generate_series(0, 9) g`)
 	if err != nil {
@@ -138,4 +121,71 @@ func TestPartitioningKeepsExistingRows(t *testing.T) {
 	if inDefault != 0 {
 		t.Fatalf("%d rows in the default partition: every month that held rows gets its own", inDefault)
 	}
+}
+
+// TestMessageIDsOfExistingRows applies the migrations up to 005, stores
+// texts as a deployment would have (one in a month long gone to the default
+// partition), then the rest: every text's message id is noted in
+// audit_message_ids, in its month's partition, so its receipts still find
+// it; audit_log no longer indexes the message id, and its partitions keep
+// room for updated rows.
+func TestMessageIDsOfExistingRows(t *testing.T) {
+	dsn := testenv.Database(t)
+	ctx := context.Background()
+	conn, _ := migratedUpTo(t, dsn, 5)
+	_, err := conn.Exec(ctx, `INSERT INTO audit_log (id, created_at, kind, outcome, request_id, phone_e164, provider, provider_message_id)
+		SELECT gen_random_uuid(), now() - make_interval(days => g * 200), 'send', 'sent', 'r' || g, '+14155552671', 'twilio', 'SM' || g
+		FROM generate_series(0, 2) g
+		UNION ALL SELECT gen_random_uuid(), now(), 'send', 'sending', 'r9', '+14155552671', NULL, NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Apply(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	var noted, inPlace int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE m.tableoid::regclass::text = 'audit_message_ids' || substr(a.tableoid::regclass::text, 10))
+		FROM audit_message_ids m JOIN audit_log a USING (id, created_at)
+		WHERE a.provider = m.provider AND a.provider_message_id = m.message_id`).Scan(&noted, &inPlace); err != nil {
+		t.Fatal(err)
+	}
+	if noted != 3 || inPlace != 3 {
+		t.Fatalf("%d texts noted, %d in their audit_log partition's twin; want 3 and 3", noted, inPlace)
+	}
+	var indexed, packed int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename LIKE 'audit_log%' AND indexdef LIKE '%provider_message_id%'`).Scan(&indexed); err != nil || indexed != 0 {
+		t.Fatalf("%d indexes of audit_log on provider_message_id (%v), want none: the final-outcome UPDATE could not be HOT", indexed, err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'audit_log'::regclass AND NOT coalesce('fillfactor=70' = ANY (c.reloptions), false)`).Scan(&packed); err != nil || packed != 0 {
+		t.Fatalf("%d audit_log partitions without fillfactor 70 (%v)", packed, err)
+	}
+}
+
+// migratedUpTo connects to dsn (closed when the test ends) and applies the
+// first n migrations as Apply would have, returning them all.
+func migratedUpTo(t *testing.T, dsn string, n int) (*pgx.Conn, []migrations.Migration) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:n] {
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Version, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn, all
 }
