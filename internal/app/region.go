@@ -154,7 +154,8 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: r.Pipelines, Timeout: r.Timeout.Duration, MinReplicas: r.MinReplicasAcked})
 		limiter := ratelimit.New(rdb, r.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
 			ReservationLease: max(5*time.Second, 4*r.Timeout.Duration)})
-		a.loops = append(a.loops, loop{"limiter refusal cache of region " + name, limiter.Run})
+		a.loops = append(a.loops, loop{"redis pipelines of region " + name, scripts.Serve},
+			loop{"limiter refusal cache of region " + name, limiter.Run})
 		remote = append(remote, region.Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: limiter,
 			Codes: codestore.New(rdb, r.KeyPrefix, scripts), Idempotency: codestore.NewIdempotency(rdb, r.KeyPrefix)})
 	}
