@@ -129,17 +129,17 @@ const (
 // Positions in decide.lua's reply (0-based, as Go reads it).
 const (
 	decideReplyVerdict    = iota
-	decideReplyRule             // the refusing (or, shadow, would-refuse) subject, 1-based; 0 none
-	decideReplyUsed             // its unverified texts (money in micro-units)
-	decideReplyBudget           // its budget
-	decideReplyRetry            // ms until it has room if nothing is approved
-	decideReplyNear             // the subject closest to its budget, 1-based; 0 all under half
-	decideReplyNearUsed         // its unverified texts
-	decideReplyNearBudget       // its budget
-	decideReplyBucket           // the bucket counted in, for release.lua
-	decideReplyNew              // 1 when the phone was counted anew
-	decideReplySignal           // the caller networks' signal: 1 good, 0 none, -1 not asked
-	decideReplyCountryNew       // what the country counted anew: 1 the phone, 2 its challenge ledger, 3 both
+	decideReplyRule       // the refusing (or, shadow, would-refuse) subject, 1-based; 0 none
+	decideReplyUsed       // its unverified texts (money in micro-units)
+	decideReplyBudget     // its budget
+	decideReplyRetry      // ms until it has room if nothing is approved
+	decideReplyNear       // the subject closest to its budget, 1-based; 0 all under half
+	decideReplyNearUsed   // its unverified texts
+	decideReplyNearBudget // its budget
+	decideReplyBucket     // the bucket counted in, for release.lua
+	decideReplyNew        // 1 when the phone was counted anew
+	decideReplySignal     // the caller networks' signal: 1 good, 0 none, -1 not asked
+	decideReplyCountryNew // what the country counted anew: 1 the phone, 2 its challenge ledger, 3 both
 	decideReplyLen
 )
 
