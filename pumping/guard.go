@@ -227,6 +227,13 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 			}
 		}
 	}
+	return g.conclude(ctx, phone, mode, calls, errs)
+}
+
+// conclude turns a send's decide.lua calls into its reservation: a refusal
+// or failure of one takes back what the others counted; a refusal is
+// remembered and listed, a subject near its budget listed.
+func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, calls []call, errs []error) (otp.PumpingReservation, error) {
 	res := otp.PumpingReservation{}
 	var refusedSubject subject
 	var counted []call
