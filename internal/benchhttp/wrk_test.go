@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,6 +203,9 @@ func cpuNow() map[string]time.Duration {
 			continue
 		}
 		proc := processGroups[string(comm)]
+		if proc == "redis" && !servesTestRedis(dir) {
+			continue
+		}
 		if filepath.Base(dir) == self {
 			proc = "baselines"
 		}
@@ -213,6 +217,17 @@ func cpuNow() map[string]time.Duration {
 		out[proc] += time.Duration(utime+stime) * 10 * time.Millisecond
 	}
 	return out
+}
+
+// servesTestRedis says whether the redis-server at /proc dir is the one
+// the benchmark runs on (other tests' servers share the machine).
+func servesTestRedis(dir string) bool {
+	u, err := url.Parse(testenv.RedisURL())
+	if err != nil {
+		return true
+	}
+	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	return err == nil && strings.Contains(string(cmdline), ":"+u.Port())
 }
 
 func roundLine(scenarios []scenario, got map[string]result) string {
