@@ -42,6 +42,15 @@ func parseIssueReply(cmd *redis.Cmd) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseIssueValue(v)
+}
+
+// parseIssueValue reads issue.lua's reply as a value (nil: the script's
+// false, as an element of a composed script's reply).
+func parseIssueValue(v any) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
 	sealed, ok := v.(string)
 	if !ok {
 		return nil, fmt.Errorf("unexpected reply %v", v)

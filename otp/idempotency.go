@@ -11,7 +11,7 @@ import (
 // stored in it. While another request holds it, claim waits for that one to
 // answer (at most as long as a send may take).
 func (s *Service) claim(ctx context.Context, scope, ticket string) ([]byte, error) {
-	hold := s.cfg.SendTimeout + 5*time.Second
+	hold := s.claimHold()
 	deadline := time.Now().Add(hold)
 	for {
 		state, answer, err := s.Idempotency.Claim(ctx, scope, ticket, hold)
@@ -34,6 +34,9 @@ func (s *Service) claim(ctx context.Context, scope, ticket string) ([]byte, erro
 		}
 	}
 }
+
+// claimHold is how long a claim is kept: as long as a send may take.
+func (s *Service) claimHold() time.Duration { return s.cfg.SendTimeout + 5*time.Second }
 
 // storedSend is what an idempotency scope keeps of an accepted send.
 type storedSend struct {

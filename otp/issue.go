@@ -13,11 +13,7 @@ type issuedCode struct {
 
 // issue returns the code to text: the pending one, or a new one it stored.
 func (s *Service) issue(ctx context.Context, phone string) (string, issuedCode, error) {
-	code, err := NewCode(s.cfg.CodeLength)
-	if err != nil {
-		return "", issuedCode{}, fmt.Errorf("generate code: %w", err)
-	}
-	fresh, err := s.seal(phone, code)
+	code, fresh, err := s.newCode(phone)
 	if err != nil {
 		return "", issuedCode{}, err
 	}
@@ -25,6 +21,25 @@ func (s *Service) issue(ctx context.Context, phone string) (string, issuedCode, 
 	if err != nil {
 		return "", issuedCode{}, unavailable("codes", err)
 	}
+	return s.adopt(ctx, phone, code, fresh, pending)
+}
+
+// newCode draws a code and seals it for the store.
+func (s *Service) newCode(phone string) (string, StoredCode, error) {
+	code, err := NewCode(s.cfg.CodeLength)
+	if err != nil {
+		return "", StoredCode{}, fmt.Errorf("generate code: %w", err)
+	}
+	fresh, err := s.seal(phone, code)
+	if err != nil {
+		return "", StoredCode{}, err
+	}
+	return code, fresh, nil
+}
+
+// adopt picks the code to text once the store answered: the pending one
+// (sealed as pending), or the new one when it was stored (pending nil).
+func (s *Service) adopt(ctx context.Context, phone, code string, fresh StoredCode, pending []byte) (string, issuedCode, error) {
 	if pending == nil {
 		return code, issuedCode{isNew: true, mac: fresh.MAC}, nil
 	}

@@ -81,56 +81,33 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		return res, nil
 	}
 
-	if req.IdempotencyKey != "" {
-		scope := "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
-		prior, cerr := s.claim(ctx, scope, req.Ticket)
-		if cerr != nil {
-			return res, cerr
+	// The idempotency scope this request claimed: settle sees the final
+	// answer (res and err are the named results).
+	var claimed string
+	defer func() {
+		if claimed != "" {
+			s.settle(ctx, claimed, req.Ticket, res, err)
 		}
-		if prior != nil {
-			return replay(res, prior)
-		}
-		// res and err are the named results: settle sees the final answer.
-		defer func() { s.settle(ctx, scope, req.Ticket, res, err) }()
-	}
-
-	// A subject a pumping rule holds is refused from memory: a flood on a
-	// held range costs no Redis call.
-	if err := gate.held(ctx, phone); err != nil {
-		res.Reason, res.Refusal = gate.refusal, gate.rule
-		return res, err
-	}
-
-	subjects := s.SendSubjects(phone, req.ClientIP)
-	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
-	if err != nil {
-		return res, unavailable("limiter", err)
-	}
-	res.Decision, res.Limited = dec, true
-	if !dec.Allowed {
-		res.Reason = dec.Reason()
-		return res, RateLimitedError(dec)
-	}
-
-	// From here the request holds quota: give it back if nothing is texted.
-	// Once a text may go out, the flow finishes even if the client leaves.
+	}()
+	// From here the request may hold quota: give it back if nothing is
+	// texted. Once a text may go out, the flow finishes even if the client
+	// leaves.
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
-	if err := gate.reserve(ctx, phone); err != nil {
-		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason, res.Refusal = gate.refusal, gate.rule
+	admit := s.admitInTurn
+	if s.Admitter != nil {
+		admit = s.admitOnce
+	}
+	a, err := admit(ctx, sendCtx, req, phone, &gate, &res, &claimed)
+	if err != nil || res.Replayed {
 		return res, err
 	}
 	// Both the windows and the pumping guard hold this send now.
 	giveBack := func() {
-		s.refund(sendCtx, req.Ticket, subjects)
+		s.refund(sendCtx, req.Ticket, a.subjects)
 		gate.release(sendCtx)
 	}
-	code, issued, err := s.issue(sendCtx, phone.E164)
-	if err != nil {
-		giveBack()
-		return res, err
-	}
+	code, issued, subjects := a.code, a.issued, a.subjects
 	res.Reason = gate.reason()
 	if !issued.isNew {
 		res.Reason = joinReasons("resend", res.Reason)

@@ -38,6 +38,10 @@ type Deps struct {
 	Sender      Sender
 	Codes       CodeStore
 	Idempotency IdempotencyStore
+	// Admitter, when set, stands in for the idempotency claim, the windows,
+	// the pumping reservation and the code issue of a send in one step (one
+	// Redis round trip); nil asks each in turn.
+	Admitter SendAdmitter
 	// Pumping, Overrides and Challenge left nil get their stand-ins
 	// (NoPumpingGuard, NoOverrides, NoChallenge: no guard, no override, a
 	// rule's refusal stays a refusal), so the flows never check for nil.

@@ -66,7 +66,7 @@ func (g *Guard) remember(ctx context.Context, r otp.PumpingRefusal, s subject) {
 // noteNear lists the subject of a call's reply closest to its budget, when
 // it is close, at most once a minute per subject and replica.
 func (g *Guard) noteNear(ctx context.Context, c call) {
-	i, used, limit := c.reply[5], float64(c.reply[6]), float64(c.reply[7])
+	i, used, limit := c.reply.near, float64(c.reply.nearUsed), float64(c.reply.nearBudget)
 	if i <= 0 || limit <= 0 || used/limit < nearRatio {
 		return
 	}

@@ -35,65 +35,15 @@
 -- country hash (fields rs since, rx until, ru/rb/rh why, nq refused, nr/nn/nc
 -- served by a returning number, a network, a solved challenge).
 --
--- KEYS     the group's keys, read in order by the kinds in ARGV
--- ARGV[1]  now in ms, or "" for Redis TIME (only the simulation passes one)
--- ARGV[2]  bucket_ms
--- ARGV[3]  nb: buckets in the window
--- ARGV[4]  mode: 0 enforce (count only if every rule passes), 1 shadow
---          (decide, count anyway), 2 bypass (count; only the spend ledger
---          decides: a solved challenge passes the pumping rules, not the
---          money budgets)
--- ARGV[5]  ratio, exact as Go's shortest formatting
--- ARGV[6]  hour_factor
--- ARGV[7]  restrict_ms: how long a country stays restricted once over budget
--- ARGV[8]  the phone (E.164), for the record
--- ARGV[9]  the caller's network id, kept in the phone's record so that an
---          approval credits the networks that asked for the text
--- ARGV[10] number of subjects; their kind, p1, p2 follow ARGV[14]
---   kind "r" range:   counts distinct phones (the record says whether this
---                     phone is already counted); p1 floor.       keys: 1
---   kind "c" country: counts distinct phones without a sign of a real
---                     user; p1 floor; p2 "1" when solved
---                     challenges are held to their ledger's budget.  keys: 3
---                     (the country hash, its ledger of sends that
---                     passed with a solved challenge, the phone's
---                     returning block)
---   kind "n" network: counts every text; p1 floor.               keys: 1
---   kind "N" network, a signal level: as "n", and its ledger of texts to
---                     the destination country.                   keys: 2
---   kind "m" money:   the spend ledger; p1 the text's price (micro-units),
---                     p2 "hour_budget day_budget" (0: none).     keys: 1
--- ARGV[11] 1 when KEYS[1] is the phone's record (the destination group, even
---          with no range or country rule on, so an approval can find the
---          networks to credit)
--- ARGV[12] probe_ms: a network over its budget still admits one send this
---          often, counted from its first refusal (0: never). A shared address (a carrier's CGNAT) whose first
---          few users did not verify would otherwise refuse everyone behind
---          it for a whole window, and nobody could verify to earn it room;
---          one probe per period lets real users earn it back, and costs an
---          attacker's held network a text per period.
--- ARGV[13] the caller networks' signal for the country: "" read it from the
---          network subjects of this call (a single primary); "1" or "0" as
---          the caller's own call reported it (Cluster); "?" not known yet
---          (Cluster: a restricted country's refusal then says so, verdict 3,
---          and writes nothing, so the service asks again with the answer)
--- ARGV[14] the phone's last four digits (its field in the returning block),
---          then the days a returning number's approval counts: "tail days"
---
--- Returns {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new,
--- signal, cnew}:
--- bucket is the one counted in and new 1 when the phone was counted anew,
--- for a release (see release.lua); verdict 1
--- counted, 0 refused (nothing counted), 2 counted although rule `rule`
--- would refuse (shadow), 3 see ARGV[13]; rule is the 1-based subject; U and
--- B its unverified
--- texts and budget (money in micro-units); retry_ms how long until the
--- subject has room again if nothing is approved meanwhile. near is the
--- subject closest to its budget (0 when all are under half), for the
--- operators' "near their budgets" list. signal is the caller networks'
--- signal for the country (1 good, 0 none, -1 not asked), cnew what the
--- country counted anew (a release takes it back): 1 the phone, 2 the
--- challenge ledger's, 3 both.
+-- The protocol (KEYS, the ARGV positions, the reply) is documented once, in
+-- decide.go: decideArgs builds ARGV, decideSubject says each kind's triple
+-- and keys, parseDecideReply reads the reply {verdict, rule, U, B, retry_ms,
+-- near, nearU, nearB, bucket, new, signal, cnew}. In short: ARGV is now|"",
+-- bucket_ms, nb, mode (0 enforce, 1 shadow, 2 bypass), ratio, hour_factor,
+-- restrict_ms, phone, netid, n, record, probe_ms, signal, "tail days", then
+-- n triples (kind, p1, p2); verdict 1 counted, 0 refused (nothing
+-- counted), 2 counted although rule `rule` would refuse (shadow), 3 ask
+-- again with the caller's signal (nothing counted).
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')

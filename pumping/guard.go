@@ -177,20 +177,10 @@ type call struct {
 	bucket int64
 	fresh  bool  // the phone was counted anew
 	cnew   int64 // what the country counted anew (see decide.lua)
-	reply  []int64
+	reply  decideReply
 	// country routes the release of a destination group (several regions).
 	country string
 }
-
-// Verdicts of decide.lua.
-const (
-	verdictRefused = 0
-	verdictCounted = 1
-	verdictShadow  = 2
-	// verdictAskAgain: a restricted country needs the caller's signal,
-	// which the call was not told (Cluster).
-	verdictAskAgain = 3
-)
 
 // reservation is the Ticket of an otp.PumpingReservation.
 type reservation struct {
@@ -204,13 +194,7 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	if len(groups) == 0 {
 		return otp.PumpingReservation{}, nil
 	}
-	mode := 0
-	switch {
-	case bypass:
-		mode = 2
-	case g.cfg.Mode == ModeShadow:
-		mode = 1
-	}
+	mode := g.mode(bypass)
 	if !g.cluster && g.homeScripts(phone.Country()) == nil {
 		groups = []group{merge(groups)}
 	}
@@ -232,17 +216,24 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 		// ask a restricted country again with it.
 		sig := int64(-1)
 		for i, c := range calls {
-			if errs[i] == nil && groups[i].record == "" && c.reply[10] >= 0 {
-				sig = c.reply[10]
+			if errs[i] == nil && groups[i].record == "" && c.reply.signal >= 0 {
+				sig = c.reply.signal
 				g.noteSignal(ip, sig, now)
 			}
 		}
 		for i, c := range calls {
-			if errs[i] == nil && c.reply[0] == verdictAskAgain {
+			if errs[i] == nil && c.reply.verdict == verdictAskAgain {
 				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, flag(sig == 1))
 			}
 		}
 	}
+	return g.conclude(ctx, phone, mode, calls, errs)
+}
+
+// conclude turns a send's decide.lua calls into its reservation: a refusal
+// or failure of one takes back what the others counted; a refusal is
+// remembered and listed, a subject near its budget listed.
+func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, calls []call, errs []error) (otp.PumpingReservation, error) {
 	res := otp.PumpingReservation{}
 	var refusedSubject subject
 	var counted []call
@@ -252,7 +243,7 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 			failed = errs[i]
 			continue
 		}
-		verdict, rule := c.reply[0], c.reply[1]
+		verdict, rule := c.reply.verdict, c.reply.rule
 		if verdict != verdictRefused {
 			counted = append(counted, c)
 		}
@@ -262,7 +253,7 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 				if res.Refused == nil {
 					res.Refused, refusedSubject = &r, s
 				}
-			} else if res.Shadow == nil && mode == 1 {
+			} else if res.Shadow == nil && mode == modeShadow {
 				res.Shadow = &r
 			}
 		}
@@ -327,49 +318,71 @@ func (g *Guard) homeScripts(country string) Scripts {
 	return g.home(country)
 }
 
-func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid string, mode int, signal string) (call, error) {
-	args := make([]any, 0, 14+3*len(grp.subjects))
+// mode is how decide.lua treats a rule that would refuse this send.
+func (g *Guard) mode(bypass bool) decideMode {
+	switch {
+	case bypass:
+		return modeBypass
+	case g.cfg.Mode == ModeShadow:
+		return modeShadow
+	}
+	return modeEnforce
+}
+
+// decideArgs is one group's decide.lua ARGV for a send.
+func (g *Guard) decideArgs(ctx context.Context, grp group, phone otp.Phone, netid string, mode decideMode, signal string) decideArgs {
 	_, tail := returningBlock(phone)
-	args = append(args, g.redisNow(ctx), ms(bucket), int64(g.cfg.Window/bucket), mode,
-		strconv.FormatFloat(g.cfg.Ratio, 'g', -1, 64), strconv.FormatFloat(g.cfg.HourFactor, 'g', -1, 64),
-		ms(g.cfg.RestrictFor), phone.E164, netid, len(grp.subjects), flag(grp.record != ""), ms(g.cfg.ProbeEvery),
-		signal, tail+" "+strconv.FormatInt(int64((g.cfg.ReturningFor+24*time.Hour-1)/(24*time.Hour)), 10))
+	a := decideArgs{now: g.redisNow(ctx), bucket: bucket, buckets: int64(g.cfg.Window / bucket), mode: mode,
+		ratio: g.cfg.Ratio, hourFactor: g.cfg.HourFactor, restrictFor: g.cfg.RestrictFor, phone: phone.E164,
+		netid: netid, record: grp.record != "", probeEvery: g.cfg.ProbeEvery, signal: signal, tail: tail,
+		returningDays: int64((g.cfg.ReturningFor + 24*time.Hour - 1) / (24 * time.Hour)),
+		subjects:      make([]decideSubject, 0, len(grp.subjects))}
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':
-			args = append(args, "m", s.price, strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
+			a.subjects = append(a.subjects, decideSubject{"m", s.price,
+				strconv.FormatInt(micros(g.cfg.Spend.Hour), 10) + " " + strconv.FormatInt(micros(g.cfg.Spend.Day), 10)})
 		case 'c':
-			args = append(args, s.arg(), s.floor, flag(g.cfg.ChallengeBudget))
+			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, flag(g.cfg.ChallengeBudget)})
 		default:
-			args = append(args, s.arg(), s.floor, "")
+			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, ""})
 		}
 	}
-	reply, err := g.scriptsFor(grp, phone.Country()).Run(ctx, decideScript, grp.keys(), args...).Int64Slice()
+	return a
+}
+
+func (g *Guard) decide(ctx context.Context, grp group, phone otp.Phone, netid string, mode decideMode, signal string) (call, error) {
+	v, err := g.scriptsFor(grp, phone.Country()).Run(ctx, decideScript, grp.keys(), g.decideArgs(ctx, grp, phone, netid, mode, signal).argv()...).Result()
 	if err != nil {
 		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
-	if len(reply) != 12 || reply[0] < 0 || reply[0] > verdictAskAgain || reply[1] < 0 || int(reply[1]) > len(grp.subjects) ||
-		reply[5] < 0 || int(reply[5]) > len(grp.subjects) || (reply[0] != verdictCounted && reply[1] == 0) {
-		return call{}, fmt.Errorf("pumping: decide: unexpected reply %v", reply)
+	return readCall(grp, phone, v)
+}
+
+// readCall reads a group's decide.lua reply into what release needs.
+func readCall(grp group, phone otp.Phone, v any) (call, error) {
+	r, err := parseDecideReply(v, len(grp.subjects))
+	if err != nil {
+		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
-	return call{grp: grp, bucket: reply[8], fresh: reply[9] == 1, cnew: reply[11], reply: reply, country: phone.Country()}, nil
+	return call{grp: grp, bucket: r.bucket, fresh: r.fresh, cnew: r.countryNew, reply: r, country: phone.Country()}, nil
 }
 
 // refusal describes the rule a call's reply names.
 func (g *Guard) refusal(c call) (otp.PumpingRefusal, subject) {
-	s := c.grp.subjects[c.reply[1]-1]
-	used, limit := float64(c.reply[2]), float64(c.reply[3])
+	s := c.grp.subjects[c.reply.rule-1]
+	used, limit := float64(c.reply.used), float64(c.reply.budget)
 	rule := s.rule
 	window := g.cfg.Window
 	if s.kind == 'm' {
 		used, limit = used/1e6, limit/1e6
-		if c.reply[3] == micros(g.cfg.Spend.Hour) && g.cfg.Spend.Hour > 0 && (g.cfg.Spend.Day == 0 || c.reply[3] != micros(g.cfg.Spend.Day)) {
+		if c.reply.budget == micros(g.cfg.Spend.Hour) && g.cfg.Spend.Hour > 0 && (g.cfg.Spend.Day == 0 || c.reply.budget != micros(g.cfg.Spend.Day)) {
 			rule, window = RuleSpendHour, time.Hour
 		}
 	}
 	return otp.PumpingRefusal{
 		Rule: rule, Scope: scope(rule), Subject: s.id, Used: used, Limit: limit, Window: window,
-		RetryAfter: max(time.Duration(c.reply[4])*time.Millisecond, time.Second),
+		RetryAfter: max(c.reply.retry, time.Second),
 	}, s
 }
 

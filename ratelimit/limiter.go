@@ -112,12 +112,8 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 		return otp.Decision{Allowed: true}, nil
 	}
 	start := time.Now()
-	if l.refusals != nil {
-		if f, ok := l.refusals.lookup(l.subjectKeys(subjects), start); ok {
-			tight := f.window
-			tight.Reset = f.until.Sub(start)
-			return otp.Decision{Now: start, Tightest: tight, RetryAfter: tight.Reset, Policies: PoliciesOf(subjects)}, nil
-		}
+	if d, ok := l.remembered(subjects, start); ok {
+		return d, nil
 	}
 	var (
 		d   otp.Decision
@@ -134,13 +130,32 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 	if err != nil {
 		return otp.Decision{}, err
 	}
+	l.noteRefusal(d, r, start)
+	return d, nil
+}
+
+// remembered answers a refusal this replica remembers, without Redis.
+func (l *Limiter) remembered(subjects []otp.Subject, now time.Time) (otp.Decision, bool) {
+	if l.refusals == nil {
+		return otp.Decision{}, false
+	}
+	f, ok := l.refusals.lookup(l.subjectKeys(subjects), now)
+	if !ok {
+		return otp.Decision{}, false
+	}
+	tight := f.window
+	tight.Reset = f.until.Sub(now)
+	return otp.Decision{Now: now, Tightest: tight, RetryAfter: tight.Reset, Policies: PoliciesOf(subjects)}, true
+}
+
+// noteRefusal remembers a refusal decided by a call that left at start.
+func (l *Limiter) noteRefusal(d otp.Decision, r shardReply, start time.Time) {
 	if !d.Allowed && l.refusals != nil && r.pending == 0 {
 		// Counted from before the call left, so the local T is never later
 		// than Redis's. A refusal owed in part to reservations is not kept:
 		// their release gives quota back without a message.
 		l.refusals.remember(l.key(r.refusing), refusal{until: start.Add(d.RetryAfter), window: d.Tightest})
 	}
-	return d, nil
 }
 
 // shardReply is one allow.lua answer, read.
@@ -157,8 +172,7 @@ type shardReply struct {
 // allowOne runs allow.lua over subjects on one primary or one slot. A lease
 // > 0 reserves instead of recording for good.
 func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, lease time.Duration) (otp.Decision, shardReply, error) {
-	keys, policies := l.allowKeys(subjects, lease > 0), PoliciesOf(subjects)
-	cmd := l.scripts.Run(ctx, allowScript, keys, l.allowArgs(ticket, lease, subjects).argv()...)
+	cmd := l.scripts.Run(ctx, allowScript, l.allowKeys(subjects, lease > 0), l.allowArgs(ticket, lease, subjects).argv()...)
 	var notReplicated *redisbatch.NotReplicatedError
 	err := cmd.Err()
 	if errors.As(err, &notReplicated) {
@@ -167,9 +181,29 @@ func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Su
 	if err != nil {
 		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}
-	a, err := parseAllowReply(cmd.Val(), len(policies))
+	r, err := l.readAllow(cmd.Val(), subjects)
 	if err != nil {
-		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
+		return otp.Decision{}, shardReply{}, err
+	}
+	if notReplicated != nil && r.allowed {
+		// Admitted on the primary, but a failover could forget it: take it
+		// back and fail closed rather than text on a record that may vanish.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if rerr := l.Refund(rctx, ticket, subjects); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", errors.Join(notReplicated, err))
+	}
+	return r.decision(), r, nil
+}
+
+// readAllow reads allow.lua's reply to a call over subjects.
+func (l *Limiter) readAllow(v any, subjects []otp.Subject) (shardReply, error) {
+	policies := PoliciesOf(subjects)
+	a, err := parseAllowReply(v, len(policies))
+	if err != nil {
+		return shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
 	}
 	r := shardReply{allowed: a.allowed, now: a.now, pending: a.pending, conflict: a.contention, policies: policies}
 	if a.tight == 0 {
@@ -186,17 +220,7 @@ func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Su
 	if r.conflict {
 		l.contention.Add(1)
 	}
-	if notReplicated != nil && r.allowed {
-		// Admitted on the primary, but a failover could forget it: take it
-		// back and fail closed rather than text on a record that may vanish.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		if rerr := l.Refund(rctx, ticket, subjects); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", errors.Join(notReplicated, err))
-	}
-	return r.decision(), r, nil
+	return r, nil
 }
 
 func (r shardReply) decision() otp.Decision {

@@ -34,6 +34,7 @@ import (
 	"smsgw/region"
 	"smsgw/sender"
 	"smsgw/sender/fake"
+	"smsgw/sendscript"
 )
 
 // Secrets come from the environment only, never from the config file.
@@ -225,10 +226,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
 	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
 	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
+	codeStore, idempotencyStore := codestore.New(rdb, cfg.Redis.KeyPrefix, scripts), codestore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
 	var (
 		limits      otp.Limiter          = limiter
-		codes       region.CodeStore     = codestore.New(rdb, cfg.Redis.KeyPrefix, scripts)
-		idempotency otp.IdempotencyStore = codestore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
+		codes       region.CodeStore     = codeStore
+		idempotency otp.IdempotencyStore = idempotencyStore
 		homeScripts func(country string) pumping.Scripts
 	)
 	if cfg.Region.Name != "" {
@@ -247,6 +249,13 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts,
 		Home: homeScripts})
 	a.Guard = guard
+	// On one primary (or through Sentinel) a send's claim, windows, pumping
+	// reservation and code are one script call; on Cluster and across
+	// regions its keys span slots or regions, and each part is asked in turn.
+	var admitter otp.SendAdmitter
+	if cfg.Region.Name == "" && !onCluster {
+		admitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	var verifier otp.ChallengeVerifier = otp.NoChallenge{}
 	if challengeCfg.On() {
@@ -262,6 +271,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Sender:      router,
 		Codes:       codes,
 		Idempotency: idempotency,
+		Admitter:    admitter,
 		Pumping:     guard,
 		Overrides:   guard,
 		Challenge:   verifier,

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,14 @@ func BenchmarkWrk(b *testing.B) {
 	// same Redis script.
 	smsgwURL := startSmsgw(b, prefix+"smsgw:", dsn, "[pumping]\nmode = \"shadow\"\n")
 	baseURL := startBaselines(b, rdb, prefix+"bare:", dsn)
+	// SMSGW_BENCH_BEFORE names another tree of the module (e.g. `git archive
+	// main` unpacked): its binary's accepted path runs in the same rounds,
+	// for a before/after in one run.
+	before := os.Getenv("SMSGW_BENCH_BEFORE")
+	var beforeURL string
+	if before != "" {
+		beforeURL = startSmsgwFrom(b, before, prefix+"before:", testenv.MigratedDatabase(b), "[pumping]\nmode = \"shadow\"\n")
+	}
 	script, err := filepath.Abs("send.lua")
 	if err != nil {
 		b.Fatal(err)
@@ -87,6 +96,12 @@ func BenchmarkWrk(b *testing.B) {
 		{name: "baseline-redis", url: baseURL, path: "/redis", mode: "fresh", check: allOK(202)},
 		{name: "floor-202-rows", url: baseURL, path: "/redis-audited", mode: "fresh", check: allOK(202)},
 		{name: "accepted", url: smsgwURL, path: "/v1/otp/send", mode: "fresh", base: "baseline-redis", floor: "floor-202-rows", check: allOK(202)},
+	}
+	if before != "" {
+		scenarios = append(scenarios, scenario{name: "accepted-before", url: beforeURL, path: "/v1/otp/send", mode: "fresh",
+			base: "baseline-redis", floor: "floor-202-rows", check: allOK(202)})
+	}
+	scenarios = append(scenarios, []scenario{
 		{name: "baseline-429", url: baseURL, path: "/refuse", mode: "hot", check: allOK(429)},
 		{name: "floor-429-row", url: baseURL, path: "/refuse-audited", mode: "hot", check: allOK(429)},
 		{name: "refused", url: smsgwURL, path: "/v1/otp/send", mode: "hot", base: "baseline-429", floor: "floor-429-row", check: func(codes map[int]int) string {
@@ -99,7 +114,7 @@ func BenchmarkWrk(b *testing.B) {
 			}
 			return ""
 		}},
-	}
+	}...)
 
 	ratios := map[string][]float64{}
 	floors := map[string][]float64{}
@@ -188,6 +203,9 @@ func cpuNow() map[string]time.Duration {
 			continue
 		}
 		proc := processGroups[string(comm)]
+		if proc == "redis" && !servesTestRedis(dir) {
+			continue
+		}
 		if filepath.Base(dir) == self {
 			proc = "baselines"
 		}
@@ -199,6 +217,17 @@ func cpuNow() map[string]time.Duration {
 		out[proc] += time.Duration(utime+stime) * 10 * time.Millisecond
 	}
 	return out
+}
+
+// servesTestRedis says whether the redis-server at /proc dir is the one
+// the benchmark runs on (other tests' servers share the machine).
+func servesTestRedis(dir string) bool {
+	u, err := url.Parse(testenv.RedisURL())
+	if err != nil {
+		return true
+	}
+	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	return err == nil && strings.Contains(string(cmdline), ":"+u.Port())
 }
 
 func roundLine(scenarios []scenario, got map[string]result) string {
@@ -266,10 +295,18 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 // proxy (so X-Forwarded-For names the fresh clients), the fake provider
 // (the defaults name none), and the keys of overrides (TOML).
 func startSmsgw(b *testing.B, prefix, dsn, overrides string) string {
+	return startSmsgwFrom(b, "", prefix, dsn, overrides)
+}
+
+// startSmsgwFrom is startSmsgw with the binary built from the module in src
+// ("" this one).
+func startSmsgwFrom(b *testing.B, src, prefix, dsn, overrides string) string {
 	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "smsgw")
-	if out, err := exec.Command("go", "build", "-o", bin, "smsgw/cmd/smsgw").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "smsgw/cmd/smsgw")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	addr := freeAddr(b)

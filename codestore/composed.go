@@ -1,0 +1,46 @@
+package codestore
+
+import (
+	"fmt"
+	"time"
+
+	"smsgw/otp"
+)
+
+// IssueLua and ClaimLua are issue.lua and claim.lua, for a script that runs
+// them inside its own with a send's other parts (package sendscript).
+func IssueLua() string { return issueSource }
+func ClaimLua() string { return claimSource }
+
+// IssueCall is Issue's issue.lua call: what Issue stores, Check reads.
+func (s *Store) IssueCall(phone string, c otp.StoredCode, ttl time.Duration) (keys []string, args []any) {
+	return []string{s.key(phone)}, issueArgs{c, ttl}.argv()
+}
+
+// ReadIssue reads issue.lua's reply as Issue returns it: the pending code's
+// sealed form, or nil when the new code was stored.
+func ReadIssue(v any) ([]byte, error) {
+	sealed, err := parseIssueValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("codes: issue: %w", err)
+	}
+	return sealed, nil
+}
+
+// ClaimCall is Claim's claim.lua call: what it claims, Settle settles.
+func (s *Idempotency) ClaimCall(scope, ticket string, ttl time.Duration) (keys []string, args []any) {
+	return []string{s.key(scope)}, claimArgs{ticket, ttl}.argv()
+}
+
+// ReadClaim reads claim.lua's reply as Claim returns it.
+func ReadClaim(v any) (otp.Claim, []byte, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return 0, nil, fmt.Errorf("idempotency: claim: unexpected reply %v", v)
+	}
+	claim, answer, err := parseClaimReply(list)
+	if err != nil {
+		return 0, nil, fmt.Errorf("idempotency: claim: %w", err)
+	}
+	return claim, answer, nil
+}

@@ -1,0 +1,176 @@
+package otp
+
+import (
+	"context"
+	"fmt"
+)
+
+// admitted is a send that holds what it needs before the text: quota in the
+// windows of its subjects, the pumping guard's reservation (in its gate)
+// and the code to text.
+type admitted struct {
+	subjects []Subject
+	code     string
+	issued   issuedCode
+}
+
+// admission is one way to admit a send: on a refusal or an error it fills
+// res and holds nothing (claimed, the idempotency scope it took, excepted:
+// Send settles it); on a replay it sets res.Replayed.
+type admission func(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+	res *SendResult, claimed *string) (admitted, error)
+
+var (
+	_ admission = (*Service)(nil).admitInTurn
+	_ admission = (*Service)(nil).admitOnce
+)
+
+func idempotencyScope(phone Phone, req SendRequest) string {
+	if req.IdempotencyKey == "" {
+		return ""
+	}
+	return "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
+}
+
+// admitInTurn asks each part in turn, one round trip each: the idempotency
+// claim, the memory of held subjects, the windows, the pumping guard, the
+// code store.
+func (s *Service) admitInTurn(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+	res *SendResult, claimed *string) (admitted, error) {
+	if scope := idempotencyScope(phone, req); scope != "" {
+		if replayed, err := s.claimInTurn(ctx, scope, req.Ticket, res, claimed); replayed || err != nil {
+			return admitted{}, err
+		}
+	}
+	// A subject a pumping rule holds is refused from memory: a flood on a
+	// held range costs no Redis call.
+	if err := gate.held(ctx, phone); err != nil {
+		res.Reason, res.Refusal = gate.refusal, gate.rule
+		return admitted{}, err
+	}
+	subjects := s.SendSubjects(phone, req.ClientIP)
+	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
+	if err != nil {
+		return admitted{}, unavailable("limiter", err)
+	}
+	res.Decision, res.Limited = dec, true
+	if !dec.Allowed {
+		res.Reason = dec.Reason()
+		return admitted{}, RateLimitedError(dec)
+	}
+	if err := gate.reserve(ctx, phone); err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		res.Reason, res.Refusal = gate.refusal, gate.rule
+		return admitted{}, err
+	}
+	code, issued, err := s.issue(sendCtx, phone.E164)
+	if err != nil {
+		s.refund(sendCtx, req.Ticket, subjects)
+		gate.release(sendCtx)
+		return admitted{}, err
+	}
+	return admitted{subjects: subjects, code: code, issued: issued}, nil
+}
+
+// claimInTurn claims scope on its own (waiting while another request holds
+// it), or answers with the stored reply.
+func (s *Service) claimInTurn(ctx context.Context, scope, ticket string, res *SendResult, claimed *string) (replayed bool, err error) {
+	prior, err := s.claim(ctx, scope, ticket)
+	if err != nil {
+		return false, err
+	}
+	if prior != nil {
+		*res, err = replay(*res, prior)
+		return true, err
+	}
+	*claimed = scope
+	return false, nil
+}
+
+// admitOnce asks the Admitter for everything in one step, after the memory
+// of held subjects (which costs no Redis call). A held send with an
+// Idempotency-Key still answers its replay first, as in turn: it claims on
+// its own.
+func (s *Service) admitOnce(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+	res *SendResult, claimed *string) (admitted, error) {
+	scope := idempotencyScope(phone, req)
+	if err := gate.held(ctx, phone); err != nil {
+		if scope != "" {
+			if replayed, cerr := s.claimInTurn(ctx, scope, req.Ticket, res, claimed); replayed || cerr != nil {
+				return admitted{}, cerr
+			}
+		}
+		res.Reason, res.Refusal = gate.refusal, gate.rule
+		return admitted{}, err
+	}
+	subjects := s.SendSubjects(phone, req.ClientIP)
+	code, fresh, err := s.newCode(phone.E164)
+	if err != nil {
+		return admitted{}, err
+	}
+	adm := Admission{Ticket: req.Ticket, Phone: phone, ClientIP: req.ClientIP, Scope: scope,
+		ClaimTTL: s.claimHold(), Subjects: subjects, Pumping: !gate.exempt, Bypass: gate.solved,
+		Code: fresh, CodeTTL: s.cfg.CodeTTL}
+	for {
+		a, err := s.Admitter.Admit(ctx, adm)
+		if adm.Scope != "" {
+			switch {
+			case err != nil:
+				*claimed = adm.Scope // it may have been claimed: give it up
+			case a.Claim == ClaimBusy:
+				// Another request holds it: wait for its answer in turn.
+				if replayed, cerr := s.claimInTurn(ctx, adm.Scope, req.Ticket, res, claimed); replayed || cerr != nil {
+					return admitted{}, cerr
+				}
+				adm.Scope = ""
+				continue
+			case a.Claim == ClaimDone:
+				*res, err = replay(*res, a.Prior)
+				return admitted{}, err
+			case a.Claim == Claimed:
+				*claimed = adm.Scope
+			}
+		}
+		if err != nil {
+			return admitted{}, unavailable("redis", err)
+		}
+		if a.Claim != Claimed {
+			return admitted{}, unavailable("redis", fmt.Errorf("unexpected claim state %d", a.Claim))
+		}
+		adm.Scope = ""
+		res.Decision, res.Limited = a.Decision, a.Limited
+		if a.Limited && !a.Decision.Allowed {
+			res.Reason = a.Decision.Reason()
+			return admitted{}, RateLimitedError(a.Decision)
+		}
+		if r := a.Pumping.Refused; r != nil {
+			// Refused: the windows were given back in the same step.
+			if adm.Bypass {
+				gate.refusal, gate.rule = r.Reason(), r
+				res.Reason, res.Refusal = gate.refusal, gate.rule
+				return admitted{}, pumpingRefused(*r)
+			}
+			if err := gate.refused(ctx, *r); err != nil {
+				res.Reason, res.Refusal = gate.refusal, gate.rule
+				return admitted{}, err
+			}
+			// The challenge was solved just now: admit again without the
+			// rules.
+			adm.Bypass = true
+			continue
+		}
+		gate.res = a.Pumping
+		if !a.Issued {
+			s.refund(sendCtx, req.Ticket, subjects)
+			gate.release(sendCtx)
+			return admitted{}, unavailable("redis", fmt.Errorf("the code was not issued"))
+		}
+		code, issued, err := s.adopt(sendCtx, phone.E164, code, fresh, a.Pending)
+		if err != nil {
+			s.refund(sendCtx, req.Ticket, subjects)
+			gate.release(sendCtx)
+			return admitted{}, err
+		}
+		return admitted{subjects: subjects, code: code, issued: issued}, nil
+	}
+}

@@ -1,0 +1,185 @@
+package pumping
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The protocol of decide.lua, which decides the pumping rules of one send
+// for one group of subjects (one hash tag) and counts the send when they
+// pass, atomically. decide.lua's header explains the model (buckets,
+// budgets, the country's restriction); this is the one place that says what
+// goes in and what comes back.
+//
+// KEYS are group.keys(): the phone's record when the group has one, then
+// per subject its keys, read in order by the kinds in ARGV (see
+// decideSubject).
+//
+// ARGV, 1-based as Lua reads it, is decideArgs.argv():
+//
+//	[1]  now in ms, or "" for Redis TIME (only the simulation passes one)
+//	[2]  bucket_ms
+//	[3]  nb: buckets in the window
+//	[4]  a decideMode
+//	[5]  ratio, exact as Go's shortest formatting
+//	[6]  hour_factor
+//	[7]  restrict_ms: how long a country stays restricted once over budget
+//	[8]  the phone (E.164), for the record
+//	[9]  the caller's network id, kept in the phone's record so that an
+//	     approval credits the networks that asked for the text
+//	[10] the number of subjects
+//	[11] "1" when KEYS[1] is the phone's record (the destination group, even
+//	     with no range or country rule on, so an approval can find the
+//	     networks to credit)
+//	[12] probe_ms: a network over its budget still admits one send this
+//	     often, counted from its first refusal (0: never). A shared address
+//	     (a carrier's CGNAT) whose first users did not verify would otherwise
+//	     refuse everyone behind it for a whole window; one probe per period
+//	     lets real users earn it back, and costs an attacker a text.
+//	[13] the caller networks' signal for the country: "" read it from the
+//	     network subjects of this call (one primary); "1" or "0" as the
+//	     caller's own call reported it (Cluster); "?" not known yet (a
+//	     restricted country's refusal then says so, verdictAskAgain, and
+//	     writes nothing, so the guard asks again with the answer)
+//	[14] "tail days": the phone's last four digits (its field in the
+//	     returning block), then the days a returning number's approval counts
+//	[15...] per subject a triple kind, p1, p2 (decideSubject)
+//
+// The reply is decideReplyLen integers at the decideReply* positions, read
+// by parseDecideReply. A refusal (verdictRefused, verdictAskAgain) counts
+// nothing; release.lua takes back what a counted call counted.
+type decideArgs struct {
+	now         any // "" (Redis TIME) or ms
+	bucket      time.Duration
+	buckets     int64
+	mode        decideMode
+	ratio       float64
+	hourFactor  float64
+	restrictFor time.Duration
+	phone       string
+	netid       string
+	record      bool
+	probeEvery  time.Duration
+	signal      string
+	tail        string
+	// returningDays is how many days a returning number's approval counts.
+	returningDays int64
+	subjects      []decideSubject
+}
+
+// decideSubject is one subject's triple, by kind:
+//
+//	"r" range: counts distinct phones (the record says whether this phone is
+//	    already counted); p1 floor; keys: 1
+//	"c" country: counts distinct phones without a sign of a real user; p1
+//	    floor; p2 "1" when solved challenges are held to their ledger's
+//	    budget; keys: 3 (the country hash, its ledger of sends that passed
+//	    with a solved challenge, the phone's returning block)
+//	"n" network: counts every text; p1 floor; keys: 1
+//	"N" network, a signal level: as "n", and its ledger of texts to the
+//	    destination country; keys: 2
+//	"m" money: the spend ledger; p1 the text's price (micro-units), p2
+//	    "hour_budget day_budget" (0: none); keys: 1
+type decideSubject struct {
+	kind   string
+	p1, p2 any
+}
+
+// The ARGV positions the Go side knows by number (1-based).
+const (
+	decideArgSubjects = 15 // the first subject's kind
+)
+
+// decideMode is how decide.lua treats a rule that would refuse.
+type decideMode int
+
+const (
+	modeEnforce decideMode = 0 // count only if every rule passes
+	modeShadow  decideMode = 1 // decide, count anyway, report what would refuse
+	// modeBypass counts and decides only the spend ledger: a solved
+	// challenge passes the pumping rules, not the money budgets.
+	modeBypass decideMode = 2
+)
+
+func (a decideArgs) argv() []any {
+	argv := make([]any, 0, decideArgSubjects-1+3*len(a.subjects))
+	argv = append(argv, a.now, ms(a.bucket), a.buckets, int(a.mode),
+		strconv.FormatFloat(a.ratio, 'g', -1, 64), strconv.FormatFloat(a.hourFactor, 'g', -1, 64),
+		ms(a.restrictFor), a.phone, a.netid, len(a.subjects), flag(a.record), ms(a.probeEvery),
+		a.signal, a.tail+" "+strconv.FormatInt(a.returningDays, 10))
+	for _, s := range a.subjects {
+		argv = append(argv, s.kind, s.p1, s.p2)
+	}
+	return argv
+}
+
+// decideVerdict is the reply's first integer.
+type decideVerdict int64
+
+const (
+	verdictRefused decideVerdict = 0 // a rule refused; nothing was counted
+	verdictCounted decideVerdict = 1
+	verdictShadow  decideVerdict = 2 // counted although a rule would refuse (modeShadow)
+	// verdictAskAgain: a restricted country needs the caller's signal,
+	// which the call was not told (Cluster); nothing was counted.
+	verdictAskAgain decideVerdict = 3
+)
+
+// Positions in decide.lua's reply (0-based, as Go reads it).
+const (
+	decideReplyVerdict    = iota
+	decideReplyRule       // the refusing (or, shadow, would-refuse) subject, 1-based; 0 none
+	decideReplyUsed       // its unverified texts (money in micro-units)
+	decideReplyBudget     // its budget
+	decideReplyRetry      // ms until it has room if nothing is approved
+	decideReplyNear       // the subject closest to its budget, 1-based; 0 all under half
+	decideReplyNearUsed   // its unverified texts
+	decideReplyNearBudget // its budget
+	decideReplyBucket     // the bucket counted in, for release.lua
+	decideReplyNew        // 1 when the phone was counted anew
+	decideReplySignal     // the caller networks' signal: 1 good, 0 none, -1 not asked
+	decideReplyCountryNew // what the country counted anew: 1 the phone, 2 its challenge ledger, 3 both
+	decideReplyLen
+)
+
+// decideReply is decide.lua's reply, read.
+type decideReply struct {
+	verdict              decideVerdict
+	rule                 int
+	used, budget         int64
+	retry                time.Duration
+	near                 int
+	nearUsed, nearBudget int64
+	bucket               int64
+	fresh                bool
+	signal               int64
+	countryNew           int64
+}
+
+// parseDecideReply reads decide.lua's reply to a call over subjects
+// subjects.
+func parseDecideReply(v any, subjects int) (decideReply, error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != decideReplyLen {
+		return decideReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	n := make([]int64, len(vals))
+	for i, x := range vals {
+		if n[i], ok = x.(int64); !ok {
+			return decideReply{}, fmt.Errorf("unexpected reply %v", v)
+		}
+	}
+	r := decideReply{
+		verdict: decideVerdict(n[decideReplyVerdict]), rule: int(n[decideReplyRule]),
+		used: n[decideReplyUsed], budget: n[decideReplyBudget], retry: time.Duration(n[decideReplyRetry]) * time.Millisecond,
+		near: int(n[decideReplyNear]), nearUsed: n[decideReplyNearUsed], nearBudget: n[decideReplyNearBudget],
+		bucket: n[decideReplyBucket], fresh: n[decideReplyNew] == 1, signal: n[decideReplySignal],
+		countryNew: n[decideReplyCountryNew],
+	}
+	if r.verdict < verdictRefused || r.verdict > verdictAskAgain || r.rule < 0 || r.rule > subjects ||
+		r.near < 0 || r.near > subjects || (r.verdict != verdictCounted && r.rule == 0) {
+		return decideReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	return r, nil
+}

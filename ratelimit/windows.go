@@ -1,0 +1,71 @@
+package ratelimit
+
+import (
+	"errors"
+	"time"
+
+	"smsgw/otp"
+)
+
+// AllowLua and SettleLua are allow.lua and settle.lua, for a script that
+// runs them inside its own with a send's other parts (package sendscript).
+func AllowLua() string  { return allowSource }
+func SettleLua() string { return settleSource }
+
+// Windows is one decision of every window of a send's subjects, prepared
+// for a script that runs allow.lua inside its own: the call that decides
+// and records the ticket for good, and the settle.lua call that takes it
+// back in the same script. It reuses allow.lua's and settle.lua's
+// protocol, so Refund takes back what it counted.
+type Windows struct {
+	l        *Limiter
+	subjects []otp.Subject
+	start    time.Time
+	decided  *otp.Decision
+	// Keys and Args are allow.lua's call; UndoKeys and UndoArgs settle.lua's
+	// release of it.
+	Keys, UndoKeys []string
+	Args, UndoArgs []any
+}
+
+var errSeveralSlots = errors.New("ratelimit: the subjects are on several Cluster slots: not one call")
+
+// Windows prepares the decision of ticket over subjects as one call. It
+// fails when the subjects need several (Redis Cluster).
+func (l *Limiter) Windows(ticket string, subjects []otp.Subject) (Windows, error) {
+	w := Windows{l: l, subjects: subjects, start: time.Now()}
+	if len(subjects) == 0 {
+		w.decided = &otp.Decision{Allowed: true}
+		return w, nil
+	}
+	if d, ok := l.remembered(subjects, w.start); ok {
+		w.decided = &d
+		return w, nil
+	}
+	if len(l.slots(subjects)) > 1 {
+		return Windows{}, errSeveralSlots
+	}
+	w.Keys, w.Args = l.allowKeys(subjects, false), l.allowArgs(ticket, 0, subjects).argv()
+	w.UndoKeys, w.UndoArgs = l.allowKeys(subjects, true), settleArgs{ticket, settleRelease}.argv()
+	return w, nil
+}
+
+// Decided is the decision when no call is needed: no subject, or a refusal
+// this replica remembers.
+func (w Windows) Decided() (otp.Decision, bool) {
+	if w.decided == nil {
+		return otp.Decision{}, false
+	}
+	return *w.decided, true
+}
+
+// Read reads allow.lua's reply, as Allow would.
+func (w Windows) Read(v any) (otp.Decision, error) {
+	r, err := w.l.readAllow(v, w.subjects)
+	if err != nil {
+		return otp.Decision{}, err
+	}
+	d := r.decision()
+	w.l.noteRefusal(d, r, w.start)
+	return d, nil
+}

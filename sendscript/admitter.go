@@ -1,0 +1,144 @@
+package sendscript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/codestore"
+	"smsgw/internal/redisbatch"
+	"smsgw/otp"
+	"smsgw/pumping"
+	"smsgw/ratelimit"
+)
+
+// Scripts runs Redis scripts; the root's *redisbatch.Batcher shares round
+// trips with the parts' own calls (and WAITs for min_replicas_acked).
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
+}
+
+// Admitter is an otp.SendAdmitter over the parts' own stores: what it
+// counts and stores, their Refund, Release, Check and Settle read.
+type Admitter struct {
+	scripts     Scripts
+	script      *redis.Script
+	limiter     *ratelimit.Limiter
+	guard       *pumping.Guard
+	codes       *codestore.Store
+	idempotency *codestore.Idempotency
+}
+
+var _ otp.SendAdmitter = (*Admitter)(nil)
+
+// New composes the script (once: a part's script changes with its
+// package). The parts must share one Redis primary with scripts.
+func New(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, idempotency *codestore.Idempotency) *Admitter {
+	return &Admitter{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter, guard: guard,
+		codes: codes, idempotency: idempotency}
+}
+
+// Admit runs every part the admission asks for in one script call.
+func (a *Admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+	out := otp.Admitted{Claim: otp.Claimed}
+	var parts [partCount]call
+	if adm.Scope != "" {
+		parts[partClaim].keys, parts[partClaim].args = a.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+	}
+	w, err := a.limiter.Windows(adm.Ticket, adm.Subjects)
+	if err != nil {
+		return out, err
+	}
+	var decision pumping.Decision
+	if d, ok := w.Decided(); ok {
+		out.Decision, out.Limited = d, true
+	}
+	if !out.Limited || out.Decision.Allowed {
+		parts[partAllow] = call{w.Keys, w.Args}
+		parts[partRelease] = call{w.UndoKeys, w.UndoArgs}
+		if adm.Pumping {
+			if decision, err = a.guard.Decision(ctx, adm.Phone, adm.ClientIP, adm.Bypass); err != nil {
+				return out, err
+			}
+			parts[partDecide] = call{decision.Keys, decision.Args}
+		}
+		parts[partIssue].keys, parts[partIssue].args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
+	}
+	if !parts[partClaim].asked() && !parts[partIssue].asked() {
+		return out, nil // refused from memory, nothing to claim
+	}
+	keys, args := layout(&parts)
+	cmd := a.scripts.Run(ctx, a.script, keys, args...)
+	var notReplicated *redisbatch.NotReplicatedError
+	if err := cmd.Err(); err != nil && !errors.As(err, &notReplicated) {
+		return out, fmt.Errorf("sendscript: %w", err)
+	}
+	out, err = a.read(ctx, out, &parts, w, decision, cmd.Val())
+	if err != nil {
+		return out, fmt.Errorf("sendscript: %w", err)
+	}
+	if notReplicated != nil {
+		// Done on the primary, but a failover could forget it: take it back
+		// and fail closed rather than text on a record that may vanish.
+		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.undo(ctx, adm, out)))
+	}
+	return out, nil
+}
+
+// read reads each part's reply with its own package's reader, up to the
+// part that stopped the script.
+func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount]call, w ratelimit.Windows,
+	decision pumping.Decision, v any) (otp.Admitted, error) {
+	reply, ok := v.([]any)
+	if !ok || len(reply) != replyLen {
+		return out, fmt.Errorf("unexpected reply %v", v)
+	}
+	var err error
+	if parts[partClaim].asked() {
+		if out.Claim, out.Prior, err = codestore.ReadClaim(reply[replyClaim]); err != nil || out.Claim != otp.Claimed {
+			return out, err
+		}
+	}
+	if parts[partAllow].asked() {
+		if out.Decision, err = w.Read(reply[replyAllow]); err != nil {
+			return out, err
+		}
+		out.Limited = true
+	}
+	if out.Limited && !out.Decision.Allowed {
+		return out, nil
+	}
+	if parts[partDecide].asked() {
+		if out.Pumping, err = decision.Read(ctx, reply[replyDecide]); err != nil || out.Pumping.Refused != nil {
+			return out, err
+		}
+	}
+	issued, ok := reply[replyIssue].([]any)
+	if !ok || len(issued) != 1 {
+		return out, fmt.Errorf("unexpected code reply %v", reply[replyIssue])
+	}
+	if out.Pending, err = codestore.ReadIssue(issued[0]); err != nil {
+		return out, err
+	}
+	out.Issued = true
+	return out, nil
+}
+
+// undo takes back what an admission counted and stored (the claim is the
+// caller's to settle).
+func (a *Admitter) undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	var errs []error
+	if out.Limited && out.Decision.Allowed && len(adm.Subjects) > 0 {
+		errs = append(errs, a.limiter.Refund(ctx, adm.Ticket, adm.Subjects))
+	}
+	errs = append(errs, a.guard.Release(ctx, out.Pumping))
+	if out.Issued && out.Pending == nil {
+		errs = append(errs, a.codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
+	}
+	return errors.Join(errs...)
+}
