@@ -23,18 +23,13 @@ import (
 	"smsgw/api"
 	"smsgw/audit"
 	"smsgw/challenge"
-	"smsgw/codestore"
 	"smsgw/console"
-	"smsgw/internal/redisbatch"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
 	"smsgw/phonecache"
 	"smsgw/pumping"
-	"smsgw/ratelimit"
-	"smsgw/region"
 	"smsgw/sender"
 	"smsgw/sender/fake"
-	"smsgw/sendscript"
 )
 
 // Secrets come from the environment only, never from the config file.
@@ -211,52 +206,10 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 			api.Check{Name: "audit", Check: pg.writer.Ready})
 	}
 
-	// Limiter, pumping guard and code store share pipelines: a send's
-	// decisions and its code ride with other requests' in one round trip
-	// each. With min_replicas_acked each pipeline ends in WAIT: an admission
-	// (its pumping counts, its code) is held by that many replicas before
-	// any text goes out.
-	scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: cfg.Redis.Pipelines, Timeout: cfg.Redis.Timeout.Duration,
-		MinReplicas: cfg.Redis.MinReplicasAcked})
-	a.loops = append(a.loops, loop{"redis pipelines", scripts.Serve})
-	limiter := ratelimit.New(rdb, cfg.Redis.KeyPrefix, ratelimit.Options{Scripts: scripts, LocalRefusals: cfg.Limits.LocalRefusalCache,
-		ReservationLease: max(5*time.Second, 4*cfg.Redis.Timeout.Duration)})
-	d.Metrics.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "smsgw_ratelimit_contention_refusals_total",
-		Help: "Refusals owed only to other requests' pending reservations (Redis Cluster, subjects on several shards).",
-	}, func() float64 { return float64(limiter.ContentionRefusals()) }))
-	a.loops = append(a.loops, loop{"limiter refusal cache", limiter.Run})
-	codeStore, idempotencyStore := codestore.New(rdb, cfg.Redis.KeyPrefix, scripts), codestore.NewIdempotency(rdb, cfg.Redis.KeyPrefix)
-	var (
-		limits      otp.Limiter          = limiter
-		codes       region.CodeStore     = codeStore
-		idempotency otp.IdempotencyStore = idempotencyStore
-		homeScripts func(country string) pumping.Scripts
-	)
-	if cfg.Region.Name != "" {
-		// Several regions: number-keyed state goes to the number's home.
-		dep, err := a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
-			Codes: codes, Idempotency: idempotency}, cfg.Redis.KeyPrefix, d.Metrics)
-		if err != nil {
-			return nil, err
-		}
-		limits, codes, idempotency = dep.Limiter(), dep.Codes(), dep.Idempotency()
-		homeScripts = func(country string) pumping.Scripts { return dep.HomeScripts(country) }
+	st, err := a.redisState(cfg, rdb, log, d.Metrics)
+	if err != nil {
+		return nil, err
 	}
-	// The guard always runs: with its rules off it still keeps the
-	// operators' overrides and the spend ceiling.
-	_, onCluster := rdb.(*redis.ClusterClient)
-	guard := pumping.New(rdb, cfg.Redis.KeyPrefix, cfg.pumping(), pumping.Options{Log: log, Registerer: d.Metrics, Cluster: onCluster, Scripts: scripts,
-		Home: homeScripts})
-	a.Guard = guard
-	// On one primary (or through Sentinel) a send's claim, windows, pumping
-	// reservation and code are one script call; on Cluster and across
-	// regions its keys span slots or regions, and each part is asked in turn.
-	var admitter otp.SendAdmitter
-	if cfg.Region.Name == "" && !onCluster {
-		admitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
-	}
-	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	var verifier otp.ChallengeVerifier = otp.NoChallenge{}
 	if challengeCfg.On() {
 		verifier = challenge.New(challengeCfg, nil, d.Metrics)
@@ -267,13 +220,13 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	}
 	a.providers = router.Providers()
 	a.Service = otp.NewService(cfg.domain(), otp.Deps{
-		Limiter:     limits,
+		Limiter:     st.limits,
 		Sender:      router,
-		Codes:       codes,
-		Idempotency: idempotency,
-		Admitter:    admitter,
-		Pumping:     guard,
-		Overrides:   guard,
+		Codes:       st.codes,
+		Idempotency: st.idempotency,
+		Admitter:    st.admitter,
+		Pumping:     st.guard,
+		Overrides:   st.guard,
 		Challenge:   verifier,
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
@@ -300,8 +253,8 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		}
 	}
 	failures := otp.NewAuthFailures(adminFailuresMax, adminFailuresWindow, cfg.Limits.IPv6Prefix)
-	endpoints = append(endpoints, consoleEndpoints(cfg, sec.AdminToken, a.Service, consoleParts{codes: codes, audit: auditSearch,
-		auditLog: auditLog, pumping: guard, failures: failures, metrics: d.Metrics, warnings: warnings}, log)...)
+	endpoints = append(endpoints, consoleEndpoints(cfg, sec.AdminToken, a.Service, consoleParts{codes: st.codes, audit: auditSearch,
+		auditLog: auditLog, pumping: st.guard, failures: failures, metrics: d.Metrics, warnings: warnings}, log)...)
 	a.Handler = api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,
@@ -310,7 +263,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		APIKeys:        cfg.apiKeys,
 		CORSOrigins:    cfg.corsOrigins,
 		Warnings:       warnings,
-	}, api.Deps{Service: a.Service, AuditLog: auditLog, AuditReader: auditReader, Pumping: guard,
+	}, api.Deps{Service: a.Service, AuditLog: auditLog, AuditReader: auditReader, Pumping: st.guard,
 		Checks: checks, Metrics: d.Metrics, Endpoints: endpoints, AdminFailures: failures})
 
 	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
