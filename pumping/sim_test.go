@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 			}
 			rows = append(rows, warm.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
+			dumpServed(sc.name)
 		}
 		for i, sc := range coldScenarios(scale) {
 			if !strings.Contains(sc.name, only) {
@@ -58,6 +60,7 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 			cold := newSim(rdb, fmt.Sprintf("%scold%d:", prefix, i), scale, uint64(2+i))
 			rows = append(rows, cold.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
+			dumpServed(sc.name)
 		}
 		printSim(rows, time.Since(start), 0.6*scale)
 		worstAttack, worstUsers, worstChallenged := 0.0, 0.0, 0.0
@@ -779,7 +782,40 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 	if r.Refused != nil {
 		return verdict{pumping: r.Refused.Rule}
 	}
+	if simDebug && u.attack {
+		p.noteServed(r)
+	}
 	return verdict{}
+}
+
+// served counts, under SMSGW_SIM_DEBUG, the attack's texts by what let them
+// through: counted in the country (no sign), the caller's networks, or
+// neither (a returning number or a solved challenge).
+var served sync.Map
+
+func (p *smsgwPolicy) noteServed(r otp.PumpingReservation) {
+	t, _ := r.Ticket.(*reservation)
+	if t == nil || len(t.calls) == 0 {
+		return
+	}
+	rep := t.calls[0].reply
+	k := "other"
+	switch {
+	case rep[11]&1 == 1:
+		k = "unsigned"
+	case rep[10] == 1:
+		k = "network"
+	}
+	v, _ := served.LoadOrStore(p.name()+" "+k, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func dumpServed(name string) {
+	served.Range(func(k, v any) bool {
+		fmt.Fprintf(os.Stderr, "  %s: attack served %s %d\n", name, k, v.(*atomic.Int64).Load())
+		served.Delete(k)
+		return true
+	})
 }
 func (p *smsgwPolicy) approved(now time.Time, u *user) {
 	retried(func() error { return p.g.Approved(context.WithValue(context.Background(), simTime{}, now), u.phone) })
