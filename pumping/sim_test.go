@@ -801,9 +801,9 @@ func (p *smsgwPolicy) noteServed(r otp.PumpingReservation) {
 	rep := t.calls[0].reply
 	k := "other"
 	switch {
-	case rep[11]&1 == 1:
+	case rep.countryNew&1 == 1:
 		k = "unsigned"
-	case rep[10] == 1:
+	case rep.signal == 1:
 		k = "network"
 	}
 	v, _ := served.LoadOrStore(p.name()+" "+k, new(atomic.Int64))
