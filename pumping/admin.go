@@ -87,7 +87,7 @@ func (g *Guard) noteNear(ctx context.Context, c call) {
 func (g *Guard) putEntry(ctx context.Context, field string, e adminEntry) {
 	b, _ := json.Marshal(e)
 	if err := putEntry.Run(context.WithoutCancel(ctx), g.rdb, []string{g.adminKey()}, field, b, adminEntries).Err(); err != nil {
-		g.log.WarnContext(ctx, "pumping: listing a subject for the operators", "err", err)
+		g.log.WarnContext(ctx, "listing a pumping subject for the operators failed", "err", err)
 	}
 }
 
@@ -121,7 +121,7 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 	}
 	if len(stale) > 0 {
 		if err := g.rdb.HDel(ctx, g.adminKey(), stale...).Err(); err != nil {
-			g.log.WarnContext(ctx, "pumping: pruning the operators' list", "err", err)
+			g.log.WarnContext(ctx, "pruning the operators' pumping list failed", "err", err)
 		}
 	}
 	for _, l := range [][]otp.PumpingHold{held, near} {

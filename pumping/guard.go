@@ -264,7 +264,7 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 		// Another group refused or failed: take back what the others counted.
 		if len(counted) > 0 {
 			if err := g.Release(context.WithoutCancel(ctx), res); err != nil {
-				g.log.WarnContext(ctx, "pumping: releasing a partial reservation", "err", err)
+				g.log.WarnContext(ctx, "releasing a partial pumping reservation failed", "err", err)
 			}
 		}
 		res.Ticket = nil

@@ -60,13 +60,13 @@ func (g *Guard) apply(ctx context.Context, payload string) {
 		g.reloadOverrides(ctx)
 		return
 	}
-	g.log.WarnContext(ctx, "pumping: unknown message", "channel", g.channel(), "payload", payload)
+	g.log.WarnContext(ctx, "unknown message on the pumping channel", "channel", g.channel(), "payload", payload)
 }
 
 func (g *Guard) reloadOverrides(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := g.overrides.reload(rctx); err != nil && ctx.Err() == nil {
-		g.log.ErrorContext(ctx, "pumping: reloading overrides", "err", err)
+		g.log.ErrorContext(ctx, "reloading the pumping overrides failed", "err", err)
 	}
 }
