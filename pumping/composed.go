@@ -25,8 +25,10 @@ type Decision struct {
 	// (nothing to decide or count).
 	Keys []string
 	Args []any
-	// here is what HomeDecision already decided in this region.
+	// here is what HomeDecision already decided in this region; read is
+	// set once Read took it over (Abandon then has nothing to do).
 	here []call
+	read *bool
 }
 
 // ErrSeveralCalls says a decision cannot be one call: ask in turn
@@ -59,7 +61,7 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 // ErrSeveralCalls when the signal is unknown (no network rule applies and
 // none is remembered): Reserve asks the home again when needed.
 func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr, bypass bool) (Decision, error) {
-	d := Decision{g: g, phone: phone, mode: g.mode(bypass)}
+	d := Decision{g: g, phone: phone, mode: g.mode(bypass), read: new(bool)}
 	var here []group
 	for _, grp := range g.groups(phone, ip) {
 		if grp.record != "" {
@@ -103,10 +105,10 @@ func (d Decision) RefusedHere() bool {
 	return len(d.here) > 0 && d.here[0].reply.verdict == verdictRefused
 }
 
-// Abandon takes back what HomeDecision counted here, for a decision whose
-// call never ran (the send was refused before it, or failed).
+// Abandon takes back what HomeDecision counted here unless Read took it
+// over: the composed call stopped before the decision, or failed.
 func (d Decision) Abandon(ctx context.Context) {
-	if len(d.here) == 0 || d.RefusedHere() {
+	if len(d.here) == 0 || d.RefusedHere() || *d.read {
 		return
 	}
 	res := otp.PumpingReservation{Ticket: &reservation{phone: d.phone.E164, calls: d.here}}
@@ -118,6 +120,9 @@ func (d Decision) Abandon(ctx context.Context) {
 // Read reads decide.lua's reply into the reservation, as Reserve would,
 // with what HomeDecision decided here.
 func (d Decision) Read(ctx context.Context, v any) (otp.PumpingReservation, error) {
+	if d.read != nil {
+		*d.read = true
+	}
 	calls := slices.Clone(d.here)
 	errs := make([]error, len(calls), len(calls)+1)
 	if d.Keys != nil {

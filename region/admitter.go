@@ -123,9 +123,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 	homeAdm := adm
 	homeAdm.Subjects = home.subjects
 	got, err := ha.AdmitDecided(ctx, homeAdm, decision)
-	if got.Pumping.Ticket == nil && got.Pumping.Refused == nil {
-		decision.Abandon(ctx) // the script stopped before the decision
-	}
+	decision.Abandon(ctx) // unless read: the script stopped before it
 	if err != nil {
 		release()
 		if a.d.fallsBack(home.store, err) {
