@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -20,8 +21,14 @@ import (
 // home, and a composed script for each other region.
 func admitterOf(t *testing.T, d *Deployment) otp.SendAdmitter {
 	t.Helper()
+	return admitterWith(t, d, pumping.ModeShadow) // counted, never refused: the sends share a network
+}
+
+// admitterWith is admitterOf with the pumping rules in mode.
+func admitterWith(t *testing.T, d *Deployment, mode string) otp.SendAdmitter {
+	t.Helper()
 	cfg := pumping.DefaultConfig()
-	cfg.Mode = pumping.ModeShadow // counted, never refused: the sends share a network
+	cfg.Mode = mode
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +150,39 @@ func TestAdmitterAsksInTurnWhenTheHomeIsCut(t *testing.T) {
 	if err != nil || ws[0].Used != 0 {
 		t.Fatalf("the address's window after the cut: %+v, %v; want nothing used", ws, err)
 	}
+}
+
+// A pumping refusal, here or at home, holds nothing: the address's window
+// and the number's count only the admitted sends.
+func TestAdmitterPumpingRefusalHoldsNothing(t *testing.T) {
+	p := newPair(t, 0)
+	a := admitterWith(t, p.a, pumping.ModeEnforce)
+	ctx := context.Background()
+	ip := "198.51.100.7"
+	sent := 0
+	for i := range 50 {
+		adm := admission(t, fmt.Sprintf("+1415555%04d", 3000+i), "US", ip, 3, 1000)
+		got, err := a.Admit(ctx, adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if admitted(got) {
+			sent++
+			continue
+		}
+		if got.Pumping.Refused == nil {
+			t.Fatalf("send %d: %+v, want admitted or a pumping refusal", i, got)
+		}
+		t.Logf("refused after %d sends: %s", sent, got.Pumping.Refused.Reason())
+		ws, err := p.a.local.Limiter.Status(ctx, adm.Subjects[1:])
+		if err != nil || ws[0].Used != sent {
+			t.Fatalf("the address's window: %+v, %v; want %d used", ws, err, sent)
+		}
+		ws, err = p.b.local.Limiter.Status(ctx, adm.Subjects[:1])
+		if err != nil || ws[0].Used != 0 {
+			t.Fatalf("the refused number's window at home: %+v, %v; want nothing used", ws, err)
+		}
+		return
+	}
+	t.Fatalf("%d sends from one address to fresh numbers were never refused", sent)
 }
