@@ -2,6 +2,7 @@ package otp
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"time"
 )
@@ -21,6 +22,11 @@ import (
 type SendAdmitter interface {
 	Admit(ctx context.Context, a Admission) (Admitted, error)
 }
+
+// ErrAdmitInTurn, from Admit, says this send is not for one step (several
+// regions: its number is homed here, on a Cluster, or out of reach): the
+// flow asks each part in turn. Admit holds nothing when it says so.
+var ErrAdmitInTurn = errors.New("otp: admit in turn")
 
 // Admission is what a send asks of its store before the text.
 type Admission struct {

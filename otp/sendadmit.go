@@ -2,6 +2,7 @@ package otp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -113,6 +114,13 @@ func (s *Service) admitOnce(ctx, sendCtx context.Context, req SendRequest, phone
 		Code: fresh, CodeTTL: s.cfg.CodeTTL}
 	for {
 		a, err := s.Admitter.Admit(ctx, adm)
+		if errors.Is(err, ErrAdmitInTurn) {
+			inTurn := req
+			if adm.Scope == "" {
+				inTurn.IdempotencyKey = "" // claimed already
+			}
+			return s.admitInTurn(ctx, sendCtx, inTurn, phone, gate, res, claimed)
+		}
 		if adm.Scope != "" {
 			switch {
 			case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"smsgw/otp"
 )
@@ -24,9 +25,15 @@ type Decision struct {
 	// (nothing to decide or count).
 	Keys []string
 	Args []any
+	// here is what HomeDecision already decided in this region; read is
+	// set once Read took it over (Abandon then has nothing to do).
+	here []call
+	read *bool
 }
 
-var errSeveralCalls = errors.New("pumping: the decision takes several calls (Cluster or several regions)")
+// ErrSeveralCalls says a decision cannot be one call: ask in turn
+// (Reserve).
+var ErrSeveralCalls = errors.New("pumping: the decision takes several calls (Cluster or several regions)")
 
 // Decision prepares Reserve's decision as one call. It fails when the
 // decision takes several (Redis Cluster, a country homed in another region).
@@ -37,7 +44,7 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 		return d, nil
 	}
 	if g.cluster || g.homeScripts(phone.Country()) != nil {
-		return Decision{}, errSeveralCalls
+		return Decision{}, ErrSeveralCalls
 	}
 	d.grp = merge(groups)
 	d.Keys = d.grp.keys()
@@ -45,11 +52,85 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 	return d, nil
 }
 
-// Read reads decide.lua's reply into the reservation, as Reserve would.
+// HomeDecision prepares the decision of a send to a number homed in
+// another region on one primary: the groups whose state lives here (the
+// caller's networks, the spend ceiling) are decided here now, and Keys and
+// Args are the destination group's call, to run in the home region inside
+// its composed script. The call carries the caller's signal this region's
+// reply just gave, so the home never asks again. It fails with
+// ErrSeveralCalls when the signal is unknown (no network rule applies and
+// none is remembered): Reserve asks the home again when needed.
+func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr, bypass bool) (Decision, error) {
+	d := Decision{g: g, phone: phone, mode: g.mode(bypass), read: new(bool)}
+	var here []group
+	for _, grp := range g.groups(phone, ip) {
+		if grp.record != "" {
+			d.grp = grp
+		} else {
+			here = append(here, grp)
+		}
+	}
+	netid, now := networkID(ip), g.nowCtx(ctx)
+	signal := g.signalFor(d.grp, true, ip, now)
+	if len(here) > 0 {
+		c, err := g.decide(ctx, merge(here), phone, netid, d.mode, "")
+		if err != nil {
+			return Decision{}, err
+		}
+		d.here = []call{c}
+		if c.reply.signal >= 0 {
+			g.noteSignal(ip, c.reply.signal, now)
+			signal = flag(c.reply.signal == 1)
+		}
+		if c.reply.verdict == verdictRefused {
+			d.grp = group{} // refused here: nothing crosses
+			return d, nil
+		}
+	}
+	if d.grp.record == "" {
+		return d, nil
+	}
+	if signal == "?" {
+		d.Abandon(ctx)
+		return Decision{}, ErrSeveralCalls
+	}
+	d.Keys = d.grp.keys()
+	d.Args = g.decideArgs(ctx, d.grp, phone, netid, d.mode, signal).argv()
+	return d, nil
+}
+
+// RefusedHere says HomeDecision refused the send from this region's own
+// groups: Read(ctx, nil) answers the refusal, and nothing needs to cross.
+func (d Decision) RefusedHere() bool {
+	return len(d.here) > 0 && d.here[0].reply.verdict == verdictRefused
+}
+
+// Abandon takes back what HomeDecision counted here unless Read took it
+// over: the composed call stopped before the decision, or failed.
+func (d Decision) Abandon(ctx context.Context) {
+	if len(d.here) == 0 || d.RefusedHere() || *d.read {
+		return
+	}
+	res := otp.PumpingReservation{Ticket: &reservation{phone: d.phone.E164, calls: d.here}}
+	if err := d.g.Release(context.WithoutCancel(ctx), res); err != nil {
+		d.g.log.WarnContext(ctx, "pumping: releasing an abandoned reservation", "err", err)
+	}
+}
+
+// Read reads decide.lua's reply into the reservation, as Reserve would,
+// with what HomeDecision decided here.
 func (d Decision) Read(ctx context.Context, v any) (otp.PumpingReservation, error) {
-	if d.Keys == nil {
+	if d.read != nil {
+		*d.read = true
+	}
+	calls := slices.Clone(d.here)
+	errs := make([]error, len(calls), len(calls)+1)
+	if d.Keys != nil {
+		c, err := readCall(d.grp, d.phone, v)
+		calls, errs = append(calls, c), append(errs, err)
+	}
+	if len(calls) == 0 {
 		return otp.PumpingReservation{}, nil
 	}
-	c, err := readCall(d.grp, d.phone, v)
-	return d.g.conclude(ctx, d.phone, d.mode, []call{c}, []error{err})
+	return d.g.conclude(ctx, d.phone, d.mode, calls, errs)
 }

@@ -43,6 +43,20 @@ func New(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, code
 
 // Admit runs every part the admission asks for in one script call.
 func (a *Admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+	return a.admit(ctx, adm, func() (pumping.Decision, error) {
+		return a.guard.Decision(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
+	})
+}
+
+// AdmitDecided is Admit with the pumping decision prepared by the caller:
+// a region sending to a number homed on this Redis decides the caller's
+// groups at home first (pumping.Guard.HomeDecision). It does not Abandon
+// the decision when the script stops before it.
+func (a *Admitter) AdmitDecided(ctx context.Context, adm otp.Admission, decision pumping.Decision) (otp.Admitted, error) {
+	return a.admit(ctx, adm, func() (pumping.Decision, error) { return decision, nil })
+}
+
+func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() (pumping.Decision, error)) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	var parts [partCount]call
 	if adm.Scope != "" {
@@ -60,7 +74,7 @@ func (a *Admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, 
 		parts[partAllow] = call{w.Keys, w.Args}
 		parts[partRelease] = call{w.UndoKeys, w.UndoArgs}
 		if adm.Pumping {
-			if decision, err = a.guard.Decision(ctx, adm.Phone, adm.ClientIP, adm.Bypass); err != nil {
+			if decision, err = prepare(); err != nil {
 				return out, err
 			}
 			parts[partDecide] = call{decision.Keys, decision.Args}
@@ -111,10 +125,9 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 	if out.Limited && !out.Decision.Allowed {
 		return out, nil
 	}
-	if parts[partDecide].asked() {
-		if out.Pumping, err = decision.Read(ctx, reply[replyDecide]); err != nil || out.Pumping.Refused != nil {
-			return out, err
-		}
+	// Also when not asked: what a region decided at home first.
+	if out.Pumping, err = decision.Read(ctx, reply[replyDecide]); err != nil || out.Pumping.Refused != nil {
+		return out, err
 	}
 	issued, ok := reply[replyIssue].([]any)
 	if !ok || len(issued) != 1 {

@@ -49,10 +49,13 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 		codes       region.CodeStore     = codeStore
 		idempotency otp.IdempotencyStore = idempotencyStore
 		homeScripts func(country string) pumping.Scripts
+		dep         *region.Deployment
+		homes       []homeParts
 	)
 	if cfg.Region.Name != "" {
 		// Several regions: number-keyed state goes to the number's home.
-		dep, err := a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
+		var err error
+		dep, homes, err = a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
 			Codes: codes, Idempotency: idempotency}, cfg.Redis.KeyPrefix, reg)
 		if err != nil {
 			return redisState{}, err
@@ -67,11 +70,20 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 		Home: homeScripts})
 	a.Guard = guard
 	// On one primary (or through Sentinel) a send's claim, windows, pumping
-	// reservation and code are one script call; on Cluster and across
-	// regions its keys span slots or regions, and each part is asked in turn.
+	// reservation and code are one script call; on Cluster its keys span
+	// slots, and each part is asked in turn. Across regions, a send to a
+	// number homed on another region's single primary is one script call
+	// there; the others are asked in turn.
 	var admitter otp.SendAdmitter
-	if cfg.Region.Name == "" && !onCluster {
+	if !onCluster {
 		admitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	}
+	if dep != nil {
+		byName := map[string]region.HomeAdmitter{}
+		for _, h := range homes {
+			byName[h.name] = sendscript.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
+		}
+		admitter = dep.Admitter(guard, admitter, byName)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	return redisState{limits: limits, codes: codes, idempotency: idempotency, guard: guard, admitter: admitter}, nil

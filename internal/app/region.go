@@ -9,6 +9,7 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"smsgw/codestore"
 	"smsgw/internal/redisbatch"
@@ -132,13 +133,24 @@ func countryTable(key string, table map[string]string, known func(string) bool) 
 	return out, nil
 }
 
+// homeParts are another region's parts a composed send script needs (none
+// on a Cluster: a send's keys span slots there).
+type homeParts struct {
+	name        string
+	scripts     *redisbatch.Batcher
+	limiter     *ratelimit.Limiter
+	codes       *codestore.Store
+	idempotency *codestore.Idempotency
+}
+
 // regions builds the deployment over every region's Redis when [region]
 // name is set: the local parts as built for one region, and the same parts
 // over each other region's Redis, reached across regions.
-func (a *App) regions(local region.Store, prefix string, reg prometheus.Registerer) (*region.Deployment, error) {
+func (a *App) regions(local region.Store, prefix string, reg prometheus.Registerer) (*region.Deployment, []homeParts, error) {
 	cfg := a.cfg
 	rc := cfg.Region
 	var remote []region.Store
+	var homes []homeParts
 	names := make([]string, 0, len(rc.Redis))
 	for name := range rc.Redis {
 		names = append(names, name)
@@ -148,7 +160,7 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		r := rc.Redis[name]
 		rdb, err := redisconn.New(r.options(""))
 		if err != nil {
-			return nil, fmt.Errorf("region.redis.%s: %w", name, err)
+			return nil, nil, fmt.Errorf("region.redis.%s: %w", name, err)
 		}
 		a.onClose(func() { rdb.Close() })
 		scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: r.Pipelines, Timeout: r.Timeout.Duration, MinReplicas: r.MinReplicasAcked})
@@ -156,8 +168,12 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 			ReservationLease: max(5*time.Second, 4*r.Timeout.Duration)})
 		a.loops = append(a.loops, loop{"redis pipelines of region " + name, scripts.Serve},
 			loop{"limiter refusal cache of region " + name, limiter.Run})
+		codes, idempotency := codestore.New(rdb, r.KeyPrefix, scripts), codestore.NewIdempotency(rdb, r.KeyPrefix)
 		remote = append(remote, region.Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: limiter,
-			Codes: codestore.New(rdb, r.KeyPrefix, scripts), Idempotency: codestore.NewIdempotency(rdb, r.KeyPrefix)})
+			Codes: codes, Idempotency: idempotency})
+		if _, cluster := rdb.(*redis.ClusterClient); !cluster {
+			homes = append(homes, homeParts{name, scripts, limiter, codes, idempotency})
+		}
 	}
 	dep := region.New(region.Options{
 		Homes:    region.NewHomes(rc.HomesVersion, rc.DefaultHome, rc.Homes, rc.PreviousHomes),
@@ -185,5 +201,5 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 			Help: "Fallback admissions recorded in their home region's windows once it answered again."},
 			func() float64 { return float64(dep.Carried()) }),
 	)
-	return dep, nil
+	return dep, homes, nil
 }

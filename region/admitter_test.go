@@ -1,0 +1,188 @@
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"smsgw/codestore"
+	"smsgw/otp"
+	"smsgw/pumping"
+	"smsgw/sendscript"
+)
+
+// admitterOf is a region's SendAdmitter as the composition root builds it:
+// a pumping guard on its own Redis that runs the destination's scripts at
+// home, and a composed script for each other region.
+func admitterOf(t *testing.T, d *Deployment) otp.SendAdmitter {
+	t.Helper()
+	return admitterWith(t, d, pumping.ModeShadow) // counted, never refused: the sends share a network
+}
+
+// admitterWith is admitterOf with the pumping rules in mode.
+func admitterWith(t *testing.T, d *Deployment, mode string) otp.SendAdmitter {
+	t.Helper()
+	cfg := pumping.DefaultConfig()
+	cfg.Mode = mode
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	guard := pumping.New(d.local.Redis, prefix, cfg, pumping.Options{Scripts: d.local.Scripts,
+		Home: func(country string) pumping.Scripts { return d.HomeScripts(country) }})
+	composed := func(s *Store) *sendscript.Admitter {
+		return sendscript.New(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency))
+	}
+	homes := map[string]HomeAdmitter{}
+	for name, s := range d.regions {
+		if s != d.local {
+			homes[name] = composed(s)
+		}
+	}
+	return d.Admitter(guard, composed(d.local), homes)
+}
+
+// admission is a send to a number from ip, its number's window of
+// phoneMax sends an hour, its address's of ipMax.
+func admission(t *testing.T, raw, country, ip string, phoneMax, ipMax int) otp.Admission {
+	t.Helper()
+	p, err := otp.ParsePhone(raw, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := ticket()
+	return otp.Admission{Ticket: tk, Phone: p, ClientIP: netip.MustParseAddr(ip), Pumping: true,
+		Subjects: subjects(p.E164, country, ip, phoneMax, ipMax),
+		Code:     otp.StoredCode{MAC: []byte("mac-" + tk), Sealed: []byte("sealed-" + tk)}, CodeTTL: 5 * time.Minute}
+}
+
+func admitted(a otp.Admitted) bool {
+	return a.Claim == otp.Claimed && a.Limited && a.Decision.Allowed && a.Pumping.Refused == nil && a.Issued
+}
+
+func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
+	p := newPair(t, 0)
+	a, b := admitterOf(t, p.a), admitterOf(t, p.b)
+	ctx := context.Background()
+	// The first call to b loads the composed script there.
+	if _, err := a.Admit(ctx, admission(t, "+14155550109", "US", "192.0.2.9", 3, 1000)); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("one request to the home, the code issued there", func(t *testing.T) {
+		before := p.aToB.Requests()
+		got, err := a.Admit(ctx, admission(t, "+14155550101", "US", "192.0.2.1", 3, 1000))
+		if err != nil || !admitted(got) {
+			t.Fatalf("Admit: %+v, %v; want admitted", got, err)
+		}
+		if n := p.aToB.Requests() - before; n != 1 {
+			t.Fatalf("the send made %d requests to its home region, want 1", n)
+		}
+		if _, ok, err := p.b.local.Codes.Pending(ctx, "+14155550101"); err != nil || !ok {
+			t.Fatalf("no code pending in the home region (%v)", err)
+		}
+	})
+
+	t.Run("a local refusal never crosses", func(t *testing.T) {
+		if got, err := a.Admit(ctx, admission(t, "+14155550102", "US", "192.0.2.2", 3, 1)); err != nil || !admitted(got) {
+			t.Fatalf("first send: %+v, %v", got, err)
+		}
+		before := p.aToB.Requests()
+		got, err := a.Admit(ctx, admission(t, "+14155550103", "US", "192.0.2.2", 3, 1))
+		if err != nil || !got.Limited || got.Decision.Allowed {
+			t.Fatalf("over the address's window: %+v, %v; want refused", got, err)
+		}
+		if n := p.aToB.Requests() - before; n != 0 {
+			t.Fatalf("a local refusal made %d requests to the home region", n)
+		}
+	})
+
+	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
+		const limit = 3
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 30 {
+			from := a
+			if i%2 == 1 {
+				from = b
+			}
+			wg.Go(func() {
+				got, err := from.Admit(ctx, admission(t, "+14155550104", "US", "192.0.2.4", limit, 1000))
+				if err != nil {
+					t.Error(err)
+				}
+				if admitted(got) {
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n.Load() != limit {
+			t.Fatalf("admitted %d, want exactly %d", n.Load(), limit)
+		}
+	})
+
+	t.Run("a local home is not asked across", func(t *testing.T) {
+		before := p.aToB.Requests()
+		if got, err := a.Admit(ctx, admission(t, "+447400123401", "GB", "192.0.2.5", 3, 1000)); err != nil || !admitted(got) {
+			t.Fatalf("Admit: %+v, %v", got, err)
+		}
+		if n := p.aToB.Requests() - before; n != 0 {
+			t.Fatalf("a local home made %d requests to another region", n)
+		}
+	})
+}
+
+func TestAdmitterAsksInTurnWhenTheHomeIsCut(t *testing.T) {
+	p := newPair(t, 1)
+	a := admitterOf(t, p.a)
+	p.aToB.Cut()
+	adm := admission(t, "+14155550201", "US", "192.0.2.21", 3, 1)
+	if _, err := a.Admit(context.Background(), adm); !errors.Is(err, otp.ErrAdmitInTurn) {
+		t.Fatalf("Admit with the home cut: %v, want otp.ErrAdmitInTurn", err)
+	}
+	// The address's reservation was released: the window still has room.
+	ws, err := p.a.local.Limiter.Status(context.Background(), adm.Subjects[1:])
+	if err != nil || ws[0].Used != 0 {
+		t.Fatalf("the address's window after the cut: %+v, %v; want nothing used", ws, err)
+	}
+}
+
+// A pumping refusal, here or at home, holds nothing: the address's window
+// and the number's count only the admitted sends.
+func TestAdmitterPumpingRefusalHoldsNothing(t *testing.T) {
+	p := newPair(t, 0)
+	a := admitterWith(t, p.a, pumping.ModeEnforce)
+	ctx := context.Background()
+	ip := "198.51.100.7"
+	sent := 0
+	for i := range 50 {
+		adm := admission(t, fmt.Sprintf("+1415555%04d", 3000+i), "US", ip, 3, 1000)
+		got, err := a.Admit(ctx, adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if admitted(got) {
+			sent++
+			continue
+		}
+		if got.Pumping.Refused == nil {
+			t.Fatalf("send %d: %+v, want admitted or a pumping refusal", i, got)
+		}
+		t.Logf("refused after %d sends: %s", sent, got.Pumping.Refused.Reason())
+		ws, err := p.a.local.Limiter.Status(ctx, adm.Subjects[1:])
+		if err != nil || ws[0].Used != sent {
+			t.Fatalf("the address's window: %+v, %v; want %d used", ws, err, sent)
+		}
+		ws, err = p.b.local.Limiter.Status(ctx, adm.Subjects[:1])
+		if err != nil || ws[0].Used != 0 {
+			t.Fatalf("the refused number's window at home: %+v, %v; want nothing used", ws, err)
+		}
+		return
+	}
+	t.Fatalf("%d sends from one address to fresh numbers were never refused", sent)
+}
