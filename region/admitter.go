@@ -97,7 +97,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := here.Release(rctx, adm.Ticket, local); err != nil {
-			a.d.o.Log.WarnContext(ctx, "region: local reservation not released; it expires with its lease", "err", err)
+			a.d.o.Log.WarnContext(ctx, "local reservation not released; it expires with its lease", "err", err)
 		}
 	}
 	var decision pumping.Decision

@@ -72,7 +72,7 @@ func (d *Deployment) runCarry(ctx context.Context) error {
 		}
 		for _, home := range d.o.Remote {
 			if _, err := d.carryOnce(ctx, &home); err != nil && ctx.Err() == nil {
-				d.o.Log.DebugContext(ctx, "region: fallback admissions not carried yet", "home", home.Name, "err", err)
+				d.o.Log.DebugContext(ctx, "fallback admissions not carried yet", "home", home.Name, "err", err)
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func (d *Deployment) carryOnce(ctx context.Context, home *Store) (int, error) {
 	for _, r := range raw {
 		var e entry
 		if err := json.Unmarshal([]byte(r), &e); err != nil {
-			d.o.Log.WarnContext(ctx, "region: dropping an unreadable carry entry", "err", err)
+			d.o.Log.WarnContext(ctx, "dropping an unreadable carry entry", "err", err)
 			continue
 		}
 		subjects := make([]otp.Subject, len(e.Subjects))

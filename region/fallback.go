@@ -39,7 +39,7 @@ func (d *Deployment) fallbackAllow(ctx context.Context, ticket string, remote pa
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if rerr := d.local.Limiter.Refund(rctx, ticket, fb); rerr != nil {
-			d.o.Log.WarnContext(ctx, "region: fallback admission not refunded; it stays counted", "err", rerr)
+			d.o.Log.WarnContext(ctx, "fallback admission not refunded; it stays counted", "err", rerr)
 		}
 		return otp.Decision{}, fmt.Errorf("region: record a fallback admission: %w", err)
 	}

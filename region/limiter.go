@@ -96,7 +96,7 @@ func (l limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subjec
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if rerr := here.Release(rctx, ticket, local); rerr != nil {
-			l.d.o.Log.WarnContext(ctx, "region: local reservation not released; it expires with its lease", "err", rerr)
+			l.d.o.Log.WarnContext(ctx, "local reservation not released; it expires with its lease", "err", rerr)
 		}
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (l limiter) decideHome(ctx context.Context, ticket string, remote part) (ot
 	if err == nil || !l.d.fallsBack(remote.store, err) {
 		return d, err
 	}
-	l.d.o.Log.WarnContext(ctx, "region: home out of reach; deciding from the fallback ledger", "home", remote.store.Name, "err", err)
+	l.d.o.Log.WarnContext(ctx, "home out of reach; deciding from the fallback ledger", "home", remote.store.Name, "err", err)
 	return l.d.fallbackAllow(ctx, ticket, remote)
 }
 
@@ -225,7 +225,7 @@ func (l limiter) refundFallbacks(ctx context.Context, ticket string, parts []par
 	defer cancel()
 	for _, r := range parts {
 		if err := l.d.local.Limiter.Refund(rctx, ticket, l.d.fallbackSubjects(r)); err != nil {
-			l.d.o.Log.WarnContext(ctx, "region: fallback admission not refunded; it stays counted", "err", err)
+			l.d.o.Log.WarnContext(ctx, "fallback admission not refunded; it stays counted", "err", err)
 		}
 	}
 }
