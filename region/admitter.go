@@ -127,7 +127,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 	if err != nil {
 		release()
 		if a.d.fallsBack(home.store, err) {
-			a.d.o.Log.WarnContext(ctx, "region: home out of reach; asking in turn, from the fallback ledger", "home", home.store.Name, "err", err)
+			a.d.o.Log.WarnContext(ctx, "home region out of reach; asking in turn, from the fallback ledger", "home", home.store.Name, "err", err)
 			return got, otp.ErrAdmitInTurn
 		}
 		return got, err

@@ -130,7 +130,7 @@ func (l limiter) decideHome(ctx context.Context, ticket string, remote part) (ot
 	if err == nil || !l.d.fallsBack(remote.store, err) {
 		return d, err
 	}
-	l.d.o.Log.WarnContext(ctx, "home out of reach; deciding from the fallback ledger", "home", remote.store.Name, "err", err)
+	l.d.o.Log.WarnContext(ctx, "home region out of reach; deciding from the fallback ledger", "home", remote.store.Name, "err", err)
 	return l.d.fallbackAllow(ctx, ticket, remote)
 }
 
