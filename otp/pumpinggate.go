@@ -56,12 +56,18 @@ func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
 			return unavailable("pumping", err)
 		}
 		if res.Refused != nil {
-			g.refusal, g.rule = res.Refused.Reason(), res.Refused
-			return pumpingRefused(*res.Refused)
+			return g.refusedSolved(*res.Refused)
 		}
 	}
 	g.res = res
 	return nil
+}
+
+// refusedSolved is a refusal that stands with the challenge solved (the
+// money ceiling): a 429.
+func (g *pumpingGate) refusedSolved(r PumpingRefusal) error {
+	g.refusal, g.rule = r.Reason(), &r
+	return pumpingRefused(r)
 }
 
 // refused is what a rule's refusal becomes: a 429, or with a verifier a

@@ -154,9 +154,9 @@ func (s *Service) admitOnce(ctx, sendCtx context.Context, req SendRequest, phone
 		if r := a.Pumping.Refused; r != nil {
 			// Refused: the windows were given back in the same step.
 			if adm.Bypass {
-				gate.refusal, gate.rule = r.Reason(), r
+				err := gate.refusedSolved(*r)
 				res.Reason, res.Refusal = gate.refusal, gate.rule
-				return admitted{}, pumpingRefused(*r)
+				return admitted{}, err
 			}
 			if err := gate.refused(ctx, *r); err != nil {
 				res.Reason, res.Refusal = gate.refusal, gate.rule
