@@ -15,6 +15,9 @@ import (
 // decision this region prepared.
 type HomeAdmitter interface {
 	AdmitDecided(ctx context.Context, adm otp.Admission, d pumping.Decision) (otp.Admitted, error)
+	// Undo takes back what an admission counted and stored there, when
+	// this region's own commit failed after it.
+	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
 // admitter makes a send to a number homed in another region's single
@@ -90,16 +93,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 			return out, nil
 		}
 	}
-	release := func() {
-		if len(local) == 0 {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := here.Release(rctx, adm.Ticket, local); err != nil {
-			a.d.o.Log.WarnContext(ctx, "local reservation not released; it expires with its lease", "err", err)
-		}
-	}
+	release := func() { a.d.releaseLocal(ctx, adm.Ticket, local) }
 	var decision pumping.Decision
 	if adm.Pumping {
 		var err error
@@ -142,20 +136,11 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 	if len(local) > 0 {
 		if err := here.Commit(ctx, adm.Ticket, local); err != nil {
 			release()
-			return got, errors.Join(err, a.undo(ctx, adm, home, got))
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return got, errors.Join(err, ha.Undo(uctx, homeAdm, got))
 		}
 	}
 	got.Decision = merged(dl, got.Decision, len(local) > 0, adm.Subjects)
 	return got, nil
-}
-
-// undo takes back what the home admitted, when the local commit failed.
-func (a admitter) undo(ctx context.Context, adm otp.Admission, home part, got otp.Admitted) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	errs := []error{home.store.Limiter.Refund(ctx, adm.Ticket, home.subjects), a.guard.Release(ctx, got.Pumping)}
-	if got.Pending == nil {
-		errs = append(errs, home.store.Codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
-	}
-	return errors.Join(errs...)
 }

@@ -89,16 +89,7 @@ func (l limiter) Allow(ctx context.Context, ticket string, subjects []otp.Subjec
 	} else {
 		dr, err = l.decideMoving(ctx, ticket, remotes)
 	}
-	release := func() {
-		if len(local) == 0 {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if rerr := here.Release(rctx, ticket, local); rerr != nil {
-			l.d.o.Log.WarnContext(ctx, "local reservation not released; it expires with its lease", "err", rerr)
-		}
-	}
+	release := func() { l.d.releaseLocal(ctx, ticket, local) }
 	if err != nil {
 		release()
 		return otp.Decision{}, err
@@ -314,4 +305,18 @@ func (l limiter) Reset(ctx context.Context, subjects []otp.Subject) error {
 		}
 	}
 	return l.d.local.Limiter.Reset(ctx, local)
+}
+
+// releaseLocal gives back a reservation of this region's subjects whose
+// send the home refused or could not decide; one that fails expires with
+// its lease.
+func (d *Deployment) releaseLocal(ctx context.Context, ticket string, local []otp.Subject) {
+	if len(local) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := d.local.Limiter.Release(ctx, ticket, local); err != nil {
+		d.o.Log.WarnContext(ctx, "local reservation not released; it expires with its lease", "err", err)
+	}
 }

@@ -97,7 +97,9 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 	if notReplicated != nil {
 		// Done on the primary, but a failover could forget it: take it back
 		// and fail closed rather than text on a record that may vanish.
-		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.undo(ctx, adm, out)))
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.Undo(uctx, adm, out)))
 	}
 	return out, nil
 }
@@ -140,11 +142,9 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 	return out, nil
 }
 
-// undo takes back what an admission counted and stored (the claim is the
-// caller's to settle).
-func (a *Admitter) undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
+// Undo takes back what an admission counted and stored (the claim is the
+// caller's to settle), within ctx: the caller bounds it.
+func (a *Admitter) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
 	var errs []error
 	if out.Limited && out.Decision.Allowed && len(adm.Subjects) > 0 {
 		errs = append(errs, a.limiter.Refund(ctx, adm.Ticket, adm.Subjects))
