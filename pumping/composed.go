@@ -113,7 +113,7 @@ func (d Decision) Abandon(ctx context.Context) {
 	}
 	res := otp.PumpingReservation{Ticket: &reservation{phone: d.phone.E164, calls: d.here}}
 	if err := d.g.Release(context.WithoutCancel(ctx), res); err != nil {
-		d.g.log.WarnContext(ctx, "pumping: releasing an abandoned reservation", "err", err)
+		d.g.log.WarnContext(ctx, "releasing an abandoned pumping reservation failed", "err", err)
 	}
 }
 
