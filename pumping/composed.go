@@ -48,7 +48,7 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 	}
 	d.grp = merge(groups)
 	d.Keys = d.grp.keys()
-	d.Args = g.decideArgs(ctx, d.grp, phone, networkID(ip), d.mode, g.signalFor(d.grp, false, ip, g.nowCtx(ctx))).argv()
+	d.Args = g.decideArgs(ctx, d.grp, phone, networkID(ip), d.mode, g.signalFor(d.grp, false, ip, countryOf(phone), g.nowCtx(ctx))).argv()
 	return d, nil
 }
 
@@ -71,7 +71,7 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 		}
 	}
 	netid, now := networkID(ip), g.nowCtx(ctx)
-	signal := g.signalFor(d.grp, true, ip, now)
+	signal := g.signalFor(d.grp, true, ip, countryOf(phone), now)
 	if len(here) > 0 {
 		c, err := g.decide(ctx, merge(here), phone, netid, d.mode, "")
 		if err != nil {
@@ -79,8 +79,8 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 		}
 		d.here = []call{c}
 		if c.reply.signal >= 0 {
-			g.noteSignal(ip, c.reply.signal, now)
-			signal = flag(c.reply.signal == 1)
+			g.noteSignal(ip, countryOf(phone), c.reply.signal, now)
+			signal = signalArg(c.reply.signal)
 		}
 		if c.reply.verdict == verdictRefused {
 			d.grp = group{} // refused here: nothing crosses
