@@ -172,6 +172,15 @@ func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
 	if keys == nil {
 		return otp.Errorf(otp.ENotFound, "%s %s is neither held nor near its budget", rule, subject)
 	}
+	if rule == RuleCountry && len(keys) > 1 {
+		// Only the ledger of networks known abroad is restricted: the
+		// country's own ledger (its approvals, its learned baseline) stays.
+		if r, err := g.restriction(ctx, keys[0], g.nowCtx(ctx)); err != nil {
+			return fmt.Errorf("pumping: lift: %w", err)
+		} else if r == nil {
+			keys = keys[1:]
+		}
+	}
 	lifted := []liftTarget{{hold: key, keys: keys}}
 	lifted = append(lifted, g.wider(rule, subject, keys)...)
 	for _, t := range lifted {

@@ -209,33 +209,37 @@ local function good(st)
 end
 
 -- foreign says whether a network level is known for real users of other
--- countries and not of this one: codes approved elsewhere, none here. A
--- send from it to this country is most likely a proxy abroad.
+-- countries rather than of this one: at least two codes approved
+-- elsewhere, and ten times as many as here. A send from it to this country
+-- is most likely a proxy abroad; the few real users travelling there earn
+-- room in the ledger of networks known abroad, not a sign for the network.
 local function foreign(all, here)
-  return here.A == 0 and all.A >= 2
+  local elsewhere = all.A - here.A
+  return elsewhere >= 2 and here.A * 10 < elsewhere
 end
 
--- callerSignal is 1 when a signal level of the caller's networks in this
--- call is good and none is bad, 2 when none is good and one is foreign, 0
--- when none is good, -1 with none here.
+-- callerSignal is 2 when the widest signal level of the caller's networks
+-- in this call (IPv4 /16, IPv6 /32: an ISP's allocation, whose users live
+-- in one country) is foreign, else 1 when a level is good and none is bad,
+-- 0 when none is good, -1 with none here.
 local function callerSignal()
   local any, ok, bad, abroad = false, false, false, false
   for i = 1, n do
     if subj[i].kind == 'N' then
-      any = true
       local all = get(i)
       local st = all.sub
+      if not any and foreign(all, st) then abroad = true end
+      any = true
       if good(st) then
         ok = true
       elseif st.S - st.A > st.A + 1 then
         bad = true
       end
-      if foreign(all, st) then abroad = true end
     end
   end
   if not any then return -1 end
-  if ok and not bad then return 1 end
   if abroad then return 2 end
+  if ok and not bad then return 1 end
   return 0
 end
 
@@ -323,7 +327,7 @@ for i = 1, n do
       local lrestricted = led.rx ~= nil and led.rx > now
       -- A resend to a number already counted is one of u.
       local add = 1
-      if (recu and not st.abroad) or (recf and st.abroad) then add = 0 end
+      if recu or recf then add = 0 end
       u = math.max(led.S - led.A, 0)
       budget = lfloor + ratio * math.max(led.A, hourf * led.hour, led.pk)
       local bh = lfloor + ratio * led.hour

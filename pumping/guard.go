@@ -203,7 +203,9 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	netid := networkID(ip)
 	now := g.nowCtx(ctx)
 	if len(groups) == 1 {
-		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode, g.signalFor(groups[0], false, ip, countryOf(phone), now))
+		// One call holds every group there is: a country it restricts reads
+		// the caller's networks itself, or has none to ask about.
+		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode, "")
 	} else {
 		var wg sync.WaitGroup
 		for i := range groups {
@@ -244,12 +246,15 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 			continue
 		}
 		verdict, rule := c.reply.verdict, c.reply.rule
-		if verdict != verdictRefused {
+		// Asked again and still without the caller's signal: nothing was
+		// counted, so it is a refusal, never an admission.
+		refused := verdict == verdictRefused || verdict == verdictAskAgain
+		if !refused {
 			counted = append(counted, c)
 		}
 		if rule > 0 {
 			r, s := g.refusal(c)
-			if verdict == verdictRefused {
+			if refused {
 				if res.Refused == nil {
 					res.Refused, refusedSubject = &r, s
 				}

@@ -64,12 +64,14 @@ func (g *Guard) noteSignal(ip netip.Addr, country string, sig int64, now time.Ti
 	switch sig {
 	case signalGood:
 		g.netSignal.drop("-" + k)
+		g.netSignal.drop("~" + wideKey(ip) + " " + country)
 		g.netSignal.put("+"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
 	case signalAbroad:
 		g.netSignal.drop("+" + k)
 		g.netSignal.put("~"+wideKey(ip)+" "+country, otp.PumpingRefusal{RetryAfter: abroadTTL}, now, abroadTTL)
 	case signalNone:
 		g.netSignal.drop("+" + k)
+		g.netSignal.drop("~" + wideKey(ip) + " " + country)
 		g.netSignal.put("-"+k, otp.PumpingRefusal{RetryAfter: signalTTL}, now, signalTTL)
 	}
 }
