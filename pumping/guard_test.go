@@ -88,6 +88,9 @@ func only(rules ...string) func(*Config) {
 func TestRules(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			// spread gives every send a phone of its own, for the rows
+			// that test network rules alone.
+			spread := func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) }
 			tests := []struct {
 				name  string
 				rules []string
@@ -106,23 +109,17 @@ func TestRules(t *testing.T) {
 					func(i int) string { return fmt.Sprintf("+447400100%d00", i) },
 					func(i int) string { return fmt.Sprintf("198.51.%d.1", i) }, 3, RuleRange1k, "range"},
 				{"rotating /64s of one /56", []string{RuleNet64, RuleNet56, RuleNet48},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:1:%x::1", i) }, 8, RuleNet56, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:1:%x::1", i) }, 8, RuleNet56, "network"},
 				{"rotating /56s of one /48", []string{RuleNet64, RuleNet56, RuleNet48},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:1:%x00::1", i) }, 12, RuleNet48, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:1:%x00::1", i) }, 12, RuleNet48, "network"},
 				{"rotating addresses of one /24", []string{RuleNet32, RuleNet24},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("203.0.113.%d", i) }, 10, RuleNet24, "network"},
+					spread, func(i int) string { return fmt.Sprintf("203.0.113.%d", i) }, 10, RuleNet24, "network"},
 				{"rotating /24s of one /16", []string{RuleNet32, RuleNet24, RuleNet16},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("203.0.%d.1", i) }, 30, RuleNet16, "network"},
+					spread, func(i int) string { return fmt.Sprintf("203.0.%d.1", i) }, 30, RuleNet16, "network"},
 				{"rotating /48s of one IPv6 /32", []string{RuleNet64, RuleNet48, RuleNet6x32},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:%x::1", i) }, 40, RuleNet6x32, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:%x::1", i) }, 40, RuleNet6x32, "network"},
 				{"one address", []string{RuleNet32, RuleNet24},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return "203.0.113.9" }, 5, RuleNet32, "network"},
+					spread, func(i int) string { return "203.0.113.9" }, 5, RuleNet32, "network"},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
