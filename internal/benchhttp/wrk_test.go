@@ -360,18 +360,12 @@ func serve(b *testing.B, bin, path, addr string) string {
 	})
 	url := "http://" + addr
 	testenv.WaitFor(b, 60*time.Second, "smsgw to be ready", func() bool {
-		if res, err := http.Get(url + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return true
-			}
-		}
 		select {
 		case <-exited:
 			b.Fatal("smsgw exited before it was ready")
 		default:
 		}
-		return false
+		return testenv.GetOK(url + "/readyz")
 	})
 	return url
 }
