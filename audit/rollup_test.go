@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -162,19 +161,18 @@ func TestRollupSumsExactAcrossReplicas(t *testing.T) {
 	dsn := testenv.MigratedDatabase(t)
 	pool := testenv.PoolOn(t, dsn)
 	const perGoroutine, goroutines = 500, 4
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		w := newWriter(t, testenv.PoolOn(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
-		for g := 0; g < goroutines; g++ {
-			wg.Go(func() {
-				for i := 0; i < perGoroutine; i++ {
-					w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
-				}
-			})
-		}
+	var replicas [2]*audit.Writer
+	for r := range replicas {
+		replicas[r] = newWriter(t, testenv.PoolOn(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
 	}
-	wg.Wait()
-	want := 2 * goroutines * perGoroutine
+	testenv.Race(t, len(replicas)*goroutines, func(g int) string {
+		w := replicas[g%len(replicas)]
+		for i := 0; i < perGoroutine; i++ {
+			w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
+		}
+		return ""
+	})
+	want := len(replicas) * goroutines * perGoroutine
 	testenv.WaitFor(t, 0, "every answer counted", func() bool { return sumCount(t, pool) >= want })
 	// Flushes still under way must not add to it.
 	time.Sleep(50 * time.Millisecond)

@@ -135,24 +135,21 @@ func TestRecordIsDurableOnReturn(t *testing.T) {
 	// A write timeout no loaded machine reaches: every row must go to Postgres.
 	w := newWriter(t, pool, audit.Options{BatchSize: 100, SpoolDir: t.TempDir(), WriteTimeout: time.Minute})
 	const n = 2000
-	var wg sync.WaitGroup
-	for g := 0; g < 20; g++ {
-		wg.Go(func() {
-			for i := 0; i < n/20; i++ {
-				e := event(g*n + i)
-				if err := w.Record(context.Background(), e); err != nil {
-					t.Error(err)
-					return
-				}
-				var found bool
-				if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found); err != nil || !found {
-					t.Errorf("row %s not in Postgres when Record returned (%v)", e.ID, err)
-					return
-				}
+	testenv.Race(t, 20, func(g int) string {
+		for i := 0; i < n/20; i++ {
+			e := event(g*n + i)
+			if err := w.Record(context.Background(), e); err != nil {
+				t.Error(err)
+				return ""
 			}
-		})
-	}
-	wg.Wait()
+			var found bool
+			if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found); err != nil || !found {
+				t.Errorf("row %s not in Postgres when Record returned (%v)", e.ID, err)
+				return ""
+			}
+		}
+		return ""
+	})
 	if got := count(t, pool); got != n {
 		t.Fatalf("%d rows, want %d", got, n)
 	}
@@ -179,17 +176,14 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
-	var wg sync.WaitGroup
-	for g := 0; g < 10; g++ {
-		wg.Go(func() {
-			for i := 0; i < 30; i++ {
-				if err := w.Record(ctx, event(1+g*30+i)); err != nil {
-					t.Error(err)
-				}
+	testenv.Race(t, 10, func(g int) string {
+		for i := 0; i < 30; i++ {
+			if err := w.Record(ctx, event(1+g*30+i)); err != nil {
+				t.Error(err)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return ""
+	})
 	if n := count(t, direct); n != 1 {
 		t.Fatalf("%d rows reached Postgres through a cut connection", n)
 	}

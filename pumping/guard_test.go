@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 // prefix of the test's own (the cluster is the test's own too).
 func onCluster(t *testing.T, c *redistopo.Cluster) *fixture {
 	t.Helper()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: 5 * time.Second})
+	rdb := c.Client()
 	t.Cleanup(func() { rdb.Close() })
 	return &fixture{rdb: rdb, prefix: "test:" + testenv.Unique() + ":", clock: testenv.NewClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))}
 }
