@@ -54,6 +54,26 @@ func BenchmarkRedisCPUPerSend(b *testing.B) {
 	logRdb := redis.NewClient(&redis.Options{Addr: logAddr})
 	defer rdb.Close()
 	defer logRdb.Close()
+	for _, c := range []*redis.Client{rdb, logRdb} {
+		if keys, err := c.DBSize(ctx).Result(); err != nil || keys != 0 {
+			b.Fatalf("%s: %d keys, %v: the benchmark flushes its servers, give it empty ones of its own", c, keys, err)
+		}
+	}
+	// SMSGW_CPU_ONLY, a comma-separated list of substrings, picks parts;
+	// SMSGW_CPU_ROUNDS repeats them (in turn, each round in the same order).
+	want := func(name string) bool {
+		only := os.Getenv("SMSGW_CPU_ONLY")
+		for _, o := range strings.Split(only, ",") {
+			if strings.Contains(name, o) {
+				return true
+			}
+		}
+		return only == ""
+	}
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("SMSGW_CPU_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
 	run := fmt.Sprintf("cpu%d:", time.Now().UnixNano())
 	cfg := pumping.DefaultConfig()
 	cfg.Mode = pumping.ModeShadow
@@ -88,6 +108,12 @@ func BenchmarkRedisCPUPerSend(b *testing.B) {
 	logged := redis.NewScript(loggingDecide())
 	wrapped := redis.NewScript("local function decide(KEYS, ARGV)\n" + pumping.DecideLua() + "\nend\nreturn decide(KEYS, ARGV)")
 	packed := redis.NewScript(packedFloor)
+	mgetMset := redis.NewScript(`local v = redis.call('MGET', unpack(KEYS))
+local f = {}
+for i = 1, #KEYS do f[#f + 1], f[#f + 2] = KEYS[i], '1 2 3 4 5 6 7 8' end
+redis.call('MSET', unpack(f))
+return 1`)
+	empty := redis.NewScript("return 1")
 	replay := redis.NewScript(replaySource)
 	code := otp.StoredCode{MAC: []byte("0123456789abcdef0123456789abcdef"), Sealed: []byte("sealed-code-of-the-benchmark-0123456789")}
 
@@ -128,6 +154,24 @@ func BenchmarkRedisCPUPerSend(b *testing.B) {
 			}
 			return []scriptCall{{packed, d.Keys, nil}}
 		}},
+		{"floor: one MGET, one MSET of 13 small strings", func(prefix string, i int) []scriptCall {
+			_, g, _, _ := built(prefix)
+			ph, ip := fresh(b, i)
+			d, err := g.Decision(ctx, ph, ip, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return []scriptCall{{mgetMset, d.Keys, nil}}
+		}},
+		{"floor: an empty script, decide's KEYS and ARGV", func(prefix string, i int) []scriptCall {
+			_, g, _, _ := built(prefix)
+			ph, ip := fresh(b, i)
+			d, err := g.Decision(ctx, ph, ip, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return []scriptCall{{empty, d.Keys, d.Args}}
+		}},
 		{"issue.lua", func(prefix string, i int) []scriptCall {
 			_, _, c, _ := built(prefix)
 			ph, _ := fresh(b, i)
@@ -140,78 +184,103 @@ func BenchmarkRedisCPUPerSend(b *testing.B) {
 			return []scriptCall{{claim, k, a}}
 		}},
 	}
-	var rows []cpuRow
-	for pi, p := range parts {
-		prefix := run + strconv.Itoa(pi) + ":"
-		calls := make([]scriptCall, 0, n)
-		for i := range n {
-			calls = append(calls, p.calls(prefix, i)...)
+	// SMSGW_CPU_DECIDE_BEFORE names another decide.lua (of the same
+	// protocol), e.g. main's, to measure in the same run.
+	if path := os.Getenv("SMSGW_CPU_DECIDE_BEFORE"); path != "" {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
 		}
-		rows = append(rows, measure(b, rdb, p.name, n, func() {
-			runCalls(b, rdb, calls)
-		}))
-	}
-	// The composed script, as an accepted send of the service runs it: 32
-	// sends at a time through the batcher, as the service's replicas do.
-	{
-		prefix := run + "composed:"
-		batch := redisbatch.New(rdb, redisbatch.Options{})
-		bctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go batch.Serve(bctx) //nolint:errcheck
-		s := batch
-		l := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: s})
-		g := pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: s})
-		a := sendscript.New(s, l, g, codestore.New(rdb, prefix, s), codestore.NewIdempotency(rdb, prefix))
-		rows = append(rows, measure(b, rdb, "composed send script", n, func() {
-			var wg sync.WaitGroup
-			errs := make(chan error, 32)
-			for w := range 32 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := w; i < n; i += 32 {
-						ph, ip := fresh(b, i)
-						out, err := a.Admit(ctx, otp.Admission{Ticket: strconv.Itoa(i), Phone: ph, ClientIP: ip,
-							Subjects: sendSubjects(ph, ip), Pumping: true, Code: code, CodeTTL: 10 * time.Minute})
-						if err == nil && !out.Issued {
-							err = fmt.Errorf("send %d: %+v", i, out)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-		}))
-	}
-	// decide.lua's commands alone: log them on the second server, replay
-	// them here.
-	{
-		prefix := run + "replay:"
-		_, g, _, _ := built(prefix)
-		replays := make([]scriptCall, 0, n)
-		for i := range n {
+		other := redis.NewScript(string(src))
+		parts = append(parts[:2:2], append([]part{{"decide.lua from " + path, func(prefix string, i int) []scriptCall {
+			_, g, _, _ := built(prefix)
 			ph, ip := fresh(b, i)
 			d, err := g.Decision(ctx, ph, ip, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			v, err := logged.Run(ctx, logRdb, d.Keys, d.Args...).Slice()
-			if err != nil {
-				b.Fatal(err)
+			return []scriptCall{{other, d.Keys, d.Args}}
+		}}}, parts[2:]...)...)
+	}
+	var rows []cpuRow
+	for round := range rounds {
+		for pi, p := range parts {
+			if !want(p.name) {
+				continue
 			}
-			replays = append(replays, scriptCall{replay, nil, v})
+			prefix := run + strconv.Itoa(round) + ":" + strconv.Itoa(pi) + ":"
+			clear(byPrefix)
+			calls := make([]scriptCall, 0, n)
+			for i := range n {
+				calls = append(calls, p.calls(prefix, i)...)
+			}
+			rows = append(rows, measure(b, rdb, p.name, n, func() {
+				runCalls(b, rdb, calls)
+			}))
 		}
-		rows = append(rows, measure(b, rdb, "decide.lua, its commands only", n, func() {
-			runCalls(b, rdb, replays)
-		}))
+		// The composed script, as an accepted send of the service runs it: 32
+		// sends at a time through the batcher, as the service's replicas do.
+		if want("composed send script") {
+			prefix := run + strconv.Itoa(round) + ":composed:"
+			batch := redisbatch.New(rdb, redisbatch.Options{})
+			bctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go batch.Serve(bctx) //nolint:errcheck
+			s := batch
+			l := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: s})
+			g := pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: s})
+			a := sendscript.New(s, l, g, codestore.New(rdb, prefix, s), codestore.NewIdempotency(rdb, prefix))
+			rows = append(rows, measure(b, rdb, "composed send script", n, func() {
+				var wg sync.WaitGroup
+				errs := make(chan error, 32)
+				for w := range 32 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := w; i < n; i += 32 {
+							ph, ip := fresh(b, i)
+							out, err := a.Admit(ctx, otp.Admission{Ticket: strconv.Itoa(i), Phone: ph, ClientIP: ip,
+								Subjects: sendSubjects(ph, ip), Pumping: true, Code: code, CodeTTL: 10 * time.Minute})
+							if err == nil && !out.Issued {
+								err = fmt.Errorf("send %d: %+v", i, out)
+							}
+							if err != nil {
+								errs <- err
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+			}))
+		}
+		// decide.lua's commands alone: log them on the second server, replay
+		// them here.
+		if want("decide.lua, its commands only") {
+			flush(b, logRdb)
+			prefix := run + strconv.Itoa(round) + ":replay:"
+			_, g, _, _ := built(prefix)
+			replays := make([]scriptCall, 0, n)
+			for i := range n {
+				ph, ip := fresh(b, i)
+				d, err := g.Decision(ctx, ph, ip, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				v, err := logged.Run(ctx, logRdb, d.Keys, d.Args...).Slice()
+				if err != nil {
+					b.Fatal(err)
+				}
+				replays = append(replays, scriptCall{replay, nil, v})
+			}
+			rows = append(rows, measure(b, rdb, "decide.lua, its commands only", n, func() {
+				runCalls(b, rdb, replays)
+			}))
+		}
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "%d sends each; µs of Redis CPU per send (used_cpu_user+sys), EVALSHA's own usec, inner commands\n", n)
@@ -223,20 +292,16 @@ func BenchmarkRedisCPUPerSend(b *testing.B) {
 		out.WriteString("\n")
 	}
 	b.Log("\n" + out.String())
-	for _, c := range []*redis.Client{rdb, logRdb} {
-		var cur uint64
-		for {
-			keys, next, err := c.Scan(ctx, cur, run+"*", 1000).Result()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(keys) > 0 {
-				c.Unlink(ctx, keys...)
-			}
-			if cur = next; cur == 0 {
-				break
-			}
-		}
+	flush(b, rdb)
+	flush(b, logRdb)
+}
+
+// flush empties one of the benchmark's own servers (checked empty at the
+// start): every part starts from an empty keyspace, so none pays for the
+// keys or the rehashing another left behind.
+func flush(b *testing.B, rdb *redis.Client) {
+	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -307,6 +372,7 @@ type cmdCost struct {
 
 func measure(b *testing.B, rdb *redis.Client, name string, n int, run func()) cpuRow {
 	ctx := context.Background()
+	flush(b, rdb)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
