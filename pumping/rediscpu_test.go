@@ -2,6 +2,7 @@ package pumping_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -258,6 +259,28 @@ return 1`)
 				}
 			}))
 		}
+		// The same composed calls, recorded without running them, then sent
+		// 32 to a pipeline like the parts above: what the batcher's way of
+		// sending them adds.
+		if want("composed, pipelined") {
+			prefix := run + strconv.Itoa(round) + ":composedp:"
+			rec := &recorder{}
+			l := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: rec})
+			g := pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: rec})
+			a := sendscript.New(rec, l, g, codestore.New(rdb, prefix, rec), codestore.NewIdempotency(rdb, prefix))
+			for i := range n {
+				ph, ip := fresh(b, i)
+				// The recorder answers nothing: Admit fails after the call.
+				a.Admit(ctx, otp.Admission{Ticket: strconv.Itoa(i), Phone: ph, ClientIP: ip, //nolint:errcheck
+					Subjects: sendSubjects(ph, ip), Pumping: true, Code: code, CodeTTL: 10 * time.Minute})
+			}
+			if len(rec.calls) != n {
+				b.Fatalf("recorded %d calls for %d sends", len(rec.calls), n)
+			}
+			rows = append(rows, measure(b, rdb, "composed, pipelined 32 a trip", n, func() {
+				runCalls(b, rdb, rec.calls)
+			}))
+		}
 		// decide.lua's commands alone: log them on the second server, replay
 		// them here.
 		if want("decide.lua, its commands only") {
@@ -310,6 +333,16 @@ type direct struct{ rdb *redis.Client }
 
 func (d direct) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return s.Run(ctx, d.rdb, keys, args...)
+}
+
+// recorder records script calls instead of running them.
+type recorder struct{ calls []scriptCall }
+
+func (r *recorder) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	r.calls = append(r.calls, scriptCall{s, keys, args})
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(errors.New("recorded, not run"))
+	return cmd
 }
 
 type scriptCall struct {
