@@ -33,9 +33,12 @@ import (
 // the µs of Redis CPU per send, the EVALSHA's own µs, and each inner
 // command's calls and µs per send. "decide, commands only" replays the
 // exact commands decide.lua made (logged on a second server) with no logic
-// around them, to part the interpreter's cost from the commands'.
+// around them, to part the interpreter's cost from the commands'. The
+// "floor" parts store a send's pumping keys in other ways, without rule
+// logic, to bound what another data model could cost.
 //
-// It resets the server's statistics and needs servers of its own:
+// It empties its servers and resets their statistics: give it empty
+// servers of its own (it refuses a server with keys):
 //
 //	SMSGW_CPU_REDIS=127.0.0.1:16923 SMSGW_CPU_REDIS_LOG=127.0.0.1:16924 \
 //	  go test -run '^$' -bench RedisCPUPerSend -benchtime 1x -v ./pumping
