@@ -384,6 +384,53 @@ func TestShadowRefusesNothing(t *testing.T) {
 	}
 }
 
+// In shadow mode a country over budget is restricted and counted on: the
+// restriction is written with the counts, extended by each send that would
+// have been refused, and the hash keeps its expiry.
+func TestShadowRestrictsTheCountry(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, func(c *Config) { only(RuleCountry)(c); c.Floors[RuleCountry] = 3; c.Mode = ModeShadow }, false)
+	ctx := context.Background()
+	key := f.prefix + "pump:{d:LV}:c"
+	send := func(i int) otp.PumpingReservation {
+		t.Helper()
+		r := reserve(t, g, phone(t, fmt.Sprintf("+3712%07d", i*1000)), ip(fmt.Sprintf("10.%d.0.1", i)))
+		if r.Refused != nil {
+			t.Fatalf("shadow mode refused send %d", i)
+		}
+		return r
+	}
+	for i := range 3 {
+		if r := send(i); r.Shadow != nil {
+			t.Fatalf("send %d under budget: %+v", i, r.Shadow)
+		}
+	}
+	tripped := f.clock.Now()
+	if r := send(3); r.Shadow == nil || r.Shadow.Rule != RuleCountry {
+		t.Fatalf("a fourth unverified text: %+v, want the country's shadow refusal", r.Shadow)
+	}
+	check := func(texts int, since, until time.Time) {
+		t.Helper()
+		v, err := f.rdb.HMGet(ctx, key, "S", "rs", "rx").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []any{fmt.Sprint(texts), fmt.Sprint(since.UnixMilli()), fmt.Sprint(until.UnixMilli())}
+		if fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Fatalf("country S rs rx = %v, want %v", v, want)
+		}
+		if ttl, err := f.rdb.PTTL(ctx, key).Result(); err != nil || ttl <= 0 {
+			t.Fatalf("country hash TTL %v %v: want an expiry", ttl, err)
+		}
+	}
+	check(4, tripped, tripped.Add(DefaultConfig().RestrictFor))
+	f.advance(10 * time.Minute)
+	if r := send(4); r.Shadow == nil {
+		t.Fatal("a restricted country's send with no sign of a real user: no shadow refusal")
+	}
+	check(5, tripped, f.clock.Now().Add(DefaultConfig().RestrictFor))
+}
+
 func TestSpendCeiling(t *testing.T) {
 	f := newFixture(t)
 	g := f.guard(t, func(c *Config) {
