@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"smsgw/audit"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -24,7 +25,7 @@ func deliveryOf(t *testing.T, d *audit.Reader, id string) (status, code string) 
 }
 
 func TestDeliveryReportsMoveForwardOnly(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	d, reader := audit.NewDeliveries(pool), audit.NewReader(pool)
 	e := event(1) // provider fake, message FAKE1
@@ -59,7 +60,7 @@ func TestDeliveryReportsMoveForwardOnly(t *testing.T) {
 }
 
 func TestReceiptBeforeItsRow(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	d, reader := audit.NewDeliveries(pool), audit.NewReader(pool)
 	e := event(2)

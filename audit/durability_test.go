@@ -24,7 +24,7 @@ import (
 // "sending", once, whichever arrives first and however often each is written
 // again; a final outcome never goes back to sending.
 func TestSendingThenFinalInAnyOrder(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	sending := event(1)
 	sending.Outcome, sending.Provider, sending.MessageID = otp.OutcomeSending, "", ""
@@ -225,7 +225,7 @@ func base64Decode(s string) (string, error) {
 // in its short JSON form, segments directly in spool_dir) is adopted and
 // replayed after an upgrade.
 func TestSpoolOfAnEarlierVersionIsReplayed(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	dir := t.TempDir()
 	id := newUUID()
 	line := fmt.Sprintf(`{"id":%q,"t":"2026-11-01T10:00:00Z","k":"send","o":"sent","r":"req-old","p":"+14155552671","ip":"192.0.2.1","pv":"fake","m":"FAKE9"}`, id)
@@ -249,7 +249,7 @@ func TestSpoolOfAnEarlierVersionIsReplayed(t *testing.T) {
 // first write committed after its timeout, say) is stored once: the fast
 // COPY fails on it and the group is written again, skipping it.
 func TestRecordTwiceStoresOnce(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	w := newWriter(t, pool, audit.Options{WriteTimeout: time.Minute})
 	ctx := context.Background()
 	e, other := event(1), event(2)
@@ -274,7 +274,7 @@ func TestRecordTwiceStoresOnce(t *testing.T) {
 // whose row is not stored as "sending" (its first row never reached
 // Postgres, or it is finished twice) still ends as exactly one final row.
 func TestFinishReplacesSendingThroughTheWriter(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	w := newWriter(t, pool, audit.Options{WriteTimeout: time.Minute, FinalEvery: 20 * time.Millisecond})
 	ctx := context.Background()
 	stored, missing, twice := event(1), event(2), event(3)

@@ -62,13 +62,10 @@ func (w *Writer) groupCommit(ctx context.Context, c *committer) {
 				continue
 			}
 		}
-		if c.linger > 0 {
-			batch = gather(c.queue, batch, w.opts.BatchSize, c.linger)
-		}
-		// Group commit: take the first row, then whatever else is already
-		// waiting. Under load batches grow by themselves; when idle a row is
-		// written at once.
-		w.write(ctx, c, fill(c.queue, batch, w.opts.BatchSize))
+		// Group commit: take the first row, then whatever else arrives
+		// while lingering and is waiting after. Under load batches grow by
+		// themselves; when idle (no linger) a row is written at once.
+		w.write(ctx, c, take(c.queue, batch, w.opts.BatchSize, c.linger))
 	}
 }
 
@@ -77,7 +74,7 @@ func (w *Writer) groupCommit(ctx context.Context, c *committer) {
 func (w *Writer) writeRest(c *committer) {
 	batch := make([]pending, 0, w.opts.BatchSize)
 	for {
-		batch = fill(c.queue, batch[:0], w.opts.BatchSize)
+		batch = take(c.queue, batch[:0], w.opts.BatchSize, 0)
 		if len(batch) == 0 {
 			break
 		}
@@ -129,36 +126,37 @@ func (w *Writer) write(ctx context.Context, c *committer, batch []pending) {
 	}
 }
 
-// fill adds what is waiting in queue to batch, without waiting, up to size.
-func fill(queue <-chan pending, batch []pending, size int) []pending {
-	for len(batch) < size {
-		select {
-		case p, ok := <-queue:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, p)
-		default:
-			return batch
-		}
+// take adds rows from queue to batch, up to size and until the queue is
+// closed: while linger (if positive) has not passed it waits for them, then
+// it takes only what is already waiting.
+func take(queue <-chan pending, batch []pending, size int, linger time.Duration) []pending {
+	var lingering <-chan time.Time // nil once linger has passed
+	if linger > 0 {
+		timer := time.NewTimer(linger)
+		defer timer.Stop()
+		lingering = timer.C
 	}
-	return batch
-}
-
-// gather adds rows to batch until it is full or linger has passed.
-func gather(queue <-chan pending, batch []pending, size int, linger time.Duration) []pending {
-	timer := time.NewTimer(linger)
-	defer timer.Stop()
 	for len(batch) < size {
-		select {
-		case p, ok := <-queue:
-			if !ok {
+		var p pending
+		ok := true
+		if lingering != nil {
+			select {
+			case p, ok = <-queue:
+			case <-lingering:
+				lingering = nil
+				continue
+			}
+		} else {
+			select {
+			case p, ok = <-queue:
+			default:
 				return batch
 			}
-			batch = append(batch, p)
-		case <-timer.C:
+		}
+		if !ok {
 			return batch
 		}
+		batch = append(batch, p)
 	}
 	return batch
 }

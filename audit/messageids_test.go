@@ -17,8 +17,8 @@ import (
 // versions, so both are HOT updates (migration 006); before, the final
 // outcome set the indexed provider_message_id and never was.
 func TestFinalOutcomesAreHOTUpdates(t *testing.T) {
-	dsn := newDatabase(t)
-	pool := newPool(t, dsn)
+	dsn := testenv.MigratedDatabase(t)
+	pool := testenv.PoolOn(t, dsn)
 	ctx := context.Background()
 	w := newWriter(t, pool, audit.Options{WriteTimeout: time.Minute, FinalEvery: 10 * time.Millisecond})
 	const sends = 20
@@ -73,7 +73,7 @@ func TestFinalOutcomesAreHOTUpdates(t *testing.T) {
 // and however often (a retried group, a replayed spool, in any order), its
 // message id is noted once, and its receipts find its row.
 func TestMessageIDNotedOnce(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	final := event(1)
 	sending := final
@@ -109,7 +109,7 @@ func TestMessageIDNotedOnce(t *testing.T) {
 // for each of audit_log's, one made by hand included (the message ids it
 // had in the default partition move to it), and retention drops both.
 func TestMessageIDPartitionsFollowAuditLog(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	now := time.Date(2027, 3, 15, 12, 0, 0, 0, time.UTC)
 	if _, err := pool.Exec(ctx, `CREATE TABLE audit_log_202610 PARTITION OF audit_log FOR VALUES FROM ('2026-10-01T00:00:00Z') TO ('2026-11-01T00:00:00Z')`); err != nil {
@@ -125,15 +125,8 @@ func TestMessageIDPartitionsFollowAuditLog(t *testing.T) {
 	}
 	twins := func() map[string]bool {
 		t.Helper()
-		rows, err := pool.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		names := testenv.Strings(t, pool, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 			WHERE i.inhparent = 'audit_message_ids'::regclass`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
 		got := map[string]bool{}
 		for _, n := range names {
 			got[n] = true

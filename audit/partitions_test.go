@@ -6,30 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"smsgw/audit"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
-func partitions(t *testing.T, conn interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) []string {
+func partitions(t *testing.T, conn testenv.Querier) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	return testenv.Strings(t, conn, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'audit_log' ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }
 
 func TestMaintainCreatesAheadAndDropsExpiredMonths(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	now := time.Date(2027, 3, 15, 12, 0, 0, 0, time.UTC)
 	if _, err := audit.Maintain(ctx, pool, now, 2, 0); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +89,7 @@ func TestRollups(t *testing.T) {
 			wantPlain: 2, wantRollups: map[string]int{"phone:+37120000000": 2, "phone:+37120000001": 2, "": 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pool := newPool(t, newDatabase(t))
+			pool := testenv.Pool(t)
 			w := newWriter(t, pool, audit.Options{RowsPerSubjectMinute: tc.perSubject, RowsPerSecond: tc.perSecond,
 				RollupEvery: 20 * time.Millisecond})
 			at := minuteStart().Add(time.Second)
@@ -138,7 +137,7 @@ func TestRollups(t *testing.T) {
 // number and the address while every request had the same, so the support
 // desk finds it on the phone's page.
 func TestRollupOfOneSubjectKeepsItsNumber(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	w := newWriter(t, pool, audit.Options{RowsPerSubjectMinute: 1, RollupEvery: 20 * time.Millisecond})
 	at := minuteStart()
 	for i := 0; i < 5; i++ {
@@ -159,22 +158,21 @@ func TestRollupOfOneSubjectKeepsItsNumber(t *testing.T) {
 // flushing often, each flush an upsert of absolute counts: sum(count) is
 // every answer, once.
 func TestRollupSumsExactAcrossReplicas(t *testing.T) {
-	dsn := newDatabase(t)
-	pool := newPool(t, dsn)
+	dsn := testenv.MigratedDatabase(t)
+	pool := testenv.PoolOn(t, dsn)
 	const perGoroutine, goroutines = 500, 4
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		w := newWriter(t, newPool(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
-		for g := 0; g < goroutines; g++ {
-			wg.Go(func() {
-				for i := 0; i < perGoroutine; i++ {
-					w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
-				}
-			})
-		}
+	var replicas [2]*audit.Writer
+	for r := range replicas {
+		replicas[r] = newWriter(t, testenv.PoolOn(t, dsn), audit.Options{RollupEvery: 5 * time.Millisecond})
 	}
-	wg.Wait()
-	want := 2 * goroutines * perGoroutine
+	testenv.Race(t, len(replicas)*goroutines, func(g int) string {
+		w := replicas[g%len(replicas)]
+		for i := 0; i < perGoroutine; i++ {
+			w.Note(refusal(i, time.Now().UTC(), "+37120000000"), "phone:+37120000000")
+		}
+		return ""
+	})
+	want := len(replicas) * goroutines * perGoroutine
 	testenv.WaitFor(t, 0, "every answer counted", func() bool { return sumCount(t, pool) >= want })
 	// Flushes still under way must not add to it.
 	time.Sleep(50 * time.Millisecond)

@@ -22,28 +22,15 @@ import (
 	"smsgw/otp"
 )
 
-// newDatabase returns a migrated database of the test's own.
-func newDatabase(t *testing.T) string { return testenv.MigratedDatabase(t) }
-
-func newPool(t *testing.T, dsn string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // proxied is a migrated database reached through a proxy the test can cut,
 // as if Postgres went down, and a direct pool to count what arrived.
 func proxied(t *testing.T) (through *pgxpool.Pool, direct *pgxpool.Pool, proxy *testenv.Proxy) {
 	t.Helper()
-	dsn := newDatabase(t)
+	dsn := testenv.MigratedDatabase(t)
 	u, _ := url.Parse(dsn)
 	proxy = testenv.NewProxy(t, u.Host)
 	u.Host = proxy.Addr()
-	return newPool(t, u.String()), newPool(t, dsn), proxy
+	return testenv.PoolOn(t, u.String()), testenv.PoolOn(t, dsn), proxy
 }
 
 // newWriter makes a writer and runs it until the test ends, then closes it.
@@ -105,7 +92,7 @@ func queryInt(t *testing.T, pool *pgxpool.Pool, query string) int {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	ctx := context.Background()
 	full := event(1)
 	full.APIKey = "web"
@@ -144,28 +131,25 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 // TestRecordIsDurableOnReturn: Record returns only when the row is in
 // Postgres, and concurrent rows share writes.
 func TestRecordIsDurableOnReturn(t *testing.T) {
-	pool := newPool(t, newDatabase(t))
+	pool := testenv.Pool(t)
 	// A write timeout no loaded machine reaches: every row must go to Postgres.
 	w := newWriter(t, pool, audit.Options{BatchSize: 100, SpoolDir: t.TempDir(), WriteTimeout: time.Minute})
 	const n = 2000
-	var wg sync.WaitGroup
-	for g := 0; g < 20; g++ {
-		wg.Go(func() {
-			for i := 0; i < n/20; i++ {
-				e := event(g*n + i)
-				if err := w.Record(context.Background(), e); err != nil {
-					t.Error(err)
-					return
-				}
-				var found bool
-				if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found); err != nil || !found {
-					t.Errorf("row %s not in Postgres when Record returned (%v)", e.ID, err)
-					return
-				}
+	testenv.Race(t, 20, func(g int) string {
+		for i := 0; i < n/20; i++ {
+			e := event(g*n + i)
+			if err := w.Record(context.Background(), e); err != nil {
+				t.Error(err)
+				return ""
 			}
-		})
-	}
-	wg.Wait()
+			var found bool
+			if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)", e.ID).Scan(&found); err != nil || !found {
+				t.Errorf("row %s not in Postgres when Record returned (%v)", e.ID, err)
+				return ""
+			}
+		}
+		return ""
+	})
 	if got := count(t, pool); got != n {
 		t.Fatalf("%d rows, want %d", got, n)
 	}
@@ -192,17 +176,14 @@ func TestPostgresOutageSpoolsAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
-	var wg sync.WaitGroup
-	for g := 0; g < 10; g++ {
-		wg.Go(func() {
-			for i := 0; i < 30; i++ {
-				if err := w.Record(ctx, event(1+g*30+i)); err != nil {
-					t.Error(err)
-				}
+	testenv.Race(t, 10, func(g int) string {
+		for i := 0; i < 30; i++ {
+			if err := w.Record(ctx, event(1+g*30+i)); err != nil {
+				t.Error(err)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return ""
+	})
 	if n := count(t, direct); n != 1 {
 		t.Fatalf("%d rows reached Postgres through a cut connection", n)
 	}

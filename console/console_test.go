@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -189,16 +188,8 @@ func requireAdminRows(t *testing.T, pool *pgxpool.Pool, want ...string) {
 // adminRows are the audit rows of console actions, oldest first.
 func adminRows(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(),
+	return testenv.Strings(t, pool,
 		`SELECT reason || ' ' || outcome FROM audit_log WHERE kind = 'admin' AND reason LIKE 'console.%' ORDER BY created_at, id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func apiSend(t *testing.T, r *rig, phone string) {

@@ -155,15 +155,12 @@ func spoolDrained(t *testing.T, p *process) bool {
 // row (sending at least), and every answered request has exactly one.
 func TestKillNineLosesNoText(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	g := newRecordingGateway(t)
-	dir := t.TempDir()
-	cfg := faultConfig + g.config()
+	rig := newKillRig(t)
 	answered := map[string]int{}
 	var unread int64
 	mayLose := 0
 	for round := 0; round < 3; round++ {
-		p := startWithIn(t, e, cfg, gatewayEnv, dir)
+		p := rig.start(t)
 		l := startLoad(t, func() string { return p.URL }, 20)
 		testenv.WaitFor(t, 60*time.Second, "load", func() bool { return l.count() > 200 })
 		killedAt := time.Now()
@@ -173,7 +170,7 @@ func TestKillNineLosesNoText(t *testing.T) {
 		mayLose += l.mayBeLost(killedAt)
 	}
 
-	requireRestartReplays(t, e, cfg, dir, g, answered, unread, mayLose)
+	rig.requireReplayed(t, answered, unread, mayLose)
 }
 
 // TestKillNineUnderAFloodLosesAtMostASecond: smsgw is SIGKILLed while one
@@ -183,11 +180,8 @@ func TestKillNineLosesNoText(t *testing.T) {
 // answered in the last second before the kill (SPEC "Audit").
 func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	g := newRecordingGateway(t)
-	dir := t.TempDir()
-	cfg := faultConfig + g.config()
-	p := startWithIn(t, e, cfg, gatewayEnv, dir)
+	rig := newKillRig(t)
+	p := rig.start(t)
 	texts := startLoad(t, func() string { return p.URL }, 4)
 	refusals := startLoadOf(t, func() string { return p.URL }, 16, func(int64) (string, string) { return "+16502539999", "192.0.2.99" })
 	testenv.WaitFor(t, 60*time.Second, "a flood past a rollup's first seconds", func() bool { return refusals.count() > 3000 && texts.count() > 100 })
@@ -198,16 +192,37 @@ func TestKillNineUnderAFloodLosesAtMostASecond(t *testing.T) {
 	mayLose := texts.mayBeLost(killedAt) + refusals.mayBeLost(killedAt)
 
 	t.Logf("%d refusals answered, %d of them in the last 1.5 s before the kill", refusals.count(), mayLose)
-	requireRestartReplays(t, e, cfg, dir, g, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
+	rig.requireReplayed(t, answered, texts.failed.Load()+refusals.failed.Load(), mayLose)
 }
 
-// requireRestartReplays restarts smsgw on the spool in dir a killed one
-// left, waits until the spool has reached Postgres, stops it, and requires
-// a row for every answer (requireOneRowEach) and every text.
-func requireRestartReplays(t *testing.T, e env, cfg, dir string, g *recordingGateway, answered map[string]int, unread int64, mayLose int) {
+// killRig is smsgw texting through a recording gateway on a spool of the
+// test's own, to be killed and started again on the same spool.
+type killRig struct {
+	e   env
+	g   *recordingGateway
+	cfg string
+	dir string
+}
+
+func newKillRig(t *testing.T) *killRig {
 	t.Helper()
-	again := startWithIn(t, e, cfg, gatewayEnv, dir)
-	requireSpoolReplayedBy(t, e, again, g, answered, unread, mayLose)
+	e := newEnv(t)
+	g := newRecordingGateway(t)
+	return &killRig{e: e, g: g, cfg: faultConfig + g.config(), dir: t.TempDir()}
+}
+
+// start runs smsgw on the rig's spool.
+func (r *killRig) start(t *testing.T) *process {
+	t.Helper()
+	return startWithIn(t, r.e, r.cfg, gatewayEnv, r.dir)
+}
+
+// requireReplayed restarts smsgw on the spool a killed one left, waits
+// until the spool has reached Postgres, stops it, and requires a row for
+// every answer (requireOneRowEach) and every text.
+func (r *killRig) requireReplayed(t *testing.T, answered map[string]int, unread int64, mayLose int) {
+	t.Helper()
+	requireSpoolReplayedBy(t, r.e, r.start(t), r.g, answered, unread, mayLose)
 }
 
 // mountTmpfs mounts a tmpfs of the given size for the test (CI runs as

@@ -1,47 +1,20 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"smsgw/internal/testenv"
 )
 
 func TestDevModeNeedsNothing(t *testing.T) {
 	t.Parallel()
-	addr := testenv.FreeAddr(t)
-	cmd := exec.Command(binary, "-dev")
 	// Outside services that do not exist: dev mode must not touch them.
-	cmd.Env = append(os.Environ(), "SMSGW_LISTEN="+addr, "SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x")
-	cmd.Dir = t.TempDir()
-	stderr := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("output:\n%s", stderr.String())
-		}
-	})
-	url := "http://" + addr
-	testenv.WaitUntil(t, 20*time.Second, "dev mode to become ready", func() error {
-		if r, err := client.Get(url + "/readyz"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return nil
-			}
-		}
-		return fmt.Errorf("not ready:\n%s", stderr.String())
-	})
+	p := launch(t, []string{"-dev"}, []string{"SMSGW_REDIS_URL=redis://127.0.0.1:1/0", "SMSGW_DATABASE_URL=postgres://nobody@127.0.0.1:1/x"}, "")
+	p.waitAnswers(t, 20*time.Second, "/readyz", "dev mode to become ready")
+	url := p.URL
 	r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil)
 	if r.Status != 202 {
 		t.Fatalf("send: %d %s", r.Status, r.Raw)
@@ -49,16 +22,16 @@ func TestDevModeNeedsNothing(t *testing.T) {
 	if r := post(t, url+"/v1/otp/send", `{"phone": "+447400123456"}`, nil); r.Status != 429 {
 		t.Fatalf("the in-process Redis must run the same limits: %d %s", r.Status, r.Raw)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-exited; err != nil {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-p.exited; err != nil {
 		t.Fatalf("exit: %v", err)
 	}
-	out := stderr.String()
+	out := p.stderr.String()
 	if !strings.Contains(out, "DEV MODE") || !strings.Contains(out, "DEV text to +447400123456") {
 		t.Fatalf("no banner or printed text:\n%s", out)
 	}
 	var outcomes []string
-	for _, row := range stderr.JSONLines() {
+	for _, row := range p.stderr.JSONLines() {
 		if row["audit"] == "audit_log" {
 			outcomes = append(outcomes, row["outcome"].(string))
 		}

@@ -34,15 +34,14 @@ write_timeout = "100ms"
 // phone, request id and client IP, also across restarts within a test.
 var loadSeq atomic.Int64
 
-// load sends from workers until stop closes, each request with its own
+// load sends from workers until end is called, each request with its own
 // X-Request-ID, phone and client IP, and remembers the answered ones.
 type load struct {
 	mu       sync.Mutex
 	answered map[string]int       // request id → status
 	at       map[string]time.Time // request id → when its answer was read
 	failed   atomic.Int64         // no answer (connection dropped or refused)
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	stop     func()
 }
 
 func startLoad(t *testing.T, url func() string, workers int) *load {
@@ -56,46 +55,34 @@ func startLoad(t *testing.T, url func() string, workers int) *load {
 // request from who.
 func startLoadOf(t *testing.T, url func() string, workers int, who func(n int64) (phone, ip string)) *load {
 	t.Helper()
-	l := &load{answered: map[string]int{}, at: map[string]time.Time{}, stop: make(chan struct{})}
+	l := &load{answered: map[string]int{}, at: map[string]time.Time{}}
 	c := &http.Client{Timeout: 5 * time.Second}
-	for w := 0; w < workers; w++ {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				n := loadSeq.Add(1)
-				id := fmt.Sprintf("load-%d", n)
-				phone, ip := who(n)
-				req, _ := http.NewRequest(http.MethodPost, url()+"/v1/otp/send",
-					strings.NewReader(fmt.Sprintf(`{"phone": %q}`, phone)))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Request-ID", id)
-				req.Header.Set("X-Forwarded-For", ip)
-				res, err := c.Do(req)
-				if err != nil {
-					l.failed.Add(1)
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				res.Body.Close()
-				l.mu.Lock()
-				l.answered[id] = res.StatusCode
-				l.at[id] = time.Now()
-				l.mu.Unlock()
-			}
-		}()
-	}
+	l.stop = testenv.Loop(t, workers, func(int, int) {
+		n := loadSeq.Add(1)
+		id := fmt.Sprintf("load-%d", n)
+		phone, ip := who(n)
+		req, _ := http.NewRequest(http.MethodPost, url()+"/v1/otp/send",
+			strings.NewReader(fmt.Sprintf(`{"phone": %q}`, phone)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-ID", id)
+		req.Header.Set("X-Forwarded-For", ip)
+		res, err := c.Do(req)
+		if err != nil {
+			l.failed.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			return
+		}
+		res.Body.Close()
+		l.mu.Lock()
+		l.answered[id] = res.StatusCode
+		l.at[id] = time.Now()
+		l.mu.Unlock()
+	})
 	return l
 }
 
 func (l *load) end() map[string]int {
-	close(l.stop)
-	l.wg.Wait()
+	l.stop()
 	return l.answered
 }
 

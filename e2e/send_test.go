@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,39 +200,21 @@ func TestShutdownLosesNoAuditRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := start(t, e, "[server]\ntrusted_proxies = [\"127.0.0.0/8\"]\n")
-	var answered atomic.Int64
-	var wg sync.WaitGroup
-	stopLoad := make(chan struct{})
-	for g := 0; g < 8; g++ {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stopLoad:
-					return
-				default:
-				}
-				body := strings.NewReader(fmt.Sprintf(`{"phone": "+1650253%d%03d"}`, g, i%1000))
-				res, err := client.Post(p.URL+"/v1/otp/send", "application/json", body)
-				if err != nil {
-					return // the listener closed
-				}
-				res.Body.Close()
-				answered.Add(1)
-			}
-		})
-	}
-	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return answered.Load() > 50 })
+	// Eight workers' worth of phones, all from one address.
+	l := startLoadOf(t, func() string { return p.URL }, 8, func(n int64) (string, string) {
+		return fmt.Sprintf("+1650253%04d", n%8000), "127.0.0.1"
+	})
+	testenv.WaitFor(t, 60*time.Second, "some load", func() bool { return l.count() > 50 })
 	p.stop(t)
-	close(stopLoad)
-	wg.Wait()
+	answered := int64(len(l.end()))
 	// Every answered request is counted once: on a row of its own, or on a
 	// rollup once its subject had its share of rows this minute.
 	var got int64
 	for _, r := range auditRows(t, e) {
 		got += int64(r.Count)
 	}
-	if got != answered.Load() || got == 0 {
-		t.Fatalf("audit rows count %d requests for %d answered", got, answered.Load())
+	if got != answered || got == 0 {
+		t.Fatalf("audit rows count %d requests for %d answered", got, answered)
 	}
 }
 

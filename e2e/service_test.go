@@ -125,16 +125,24 @@ func writeConfig(t *testing.T, e env, config string) string {
 // directory when empty), and waits until it answers /healthz.
 func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
+	p := launch(t, append([]string{"-config", path}, args...), append([]string{
+		"SMSGW_REDIS_URL=" + e.redisURL,
+		"SMSGW_DATABASE_URL=" + e.databaseURL,
+		"SMSGW_SECRET=" + secret,
+		"SMSGW_ADMIN_TOKEN=" + adminToken,
+	}, extraEnv...), dir)
+	p.waitAnswers(t, 60*time.Second, "/healthz", "smsgw to come up")
+	return p
+}
+
+// launch starts smsgw with args and env (beside a free loopback
+// SMSGW_LISTEN) in dir (a new directory when empty); it is killed when the
+// test ends, if it still runs, and its output logged if the test failed.
+func launch(t *testing.T, args, env []string, dir string) *process {
+	t.Helper()
 	addr := testenv.FreeAddr(t)
-	cmd := exec.Command(binary, append([]string{"-config", path}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"SMSGW_LISTEN="+addr,
-		"SMSGW_REDIS_URL="+e.redisURL,
-		"SMSGW_DATABASE_URL="+e.databaseURL,
-		"SMSGW_SECRET="+secret,
-		"SMSGW_ADMIN_TOKEN="+adminToken,
-	)
-	cmd.Env = append(cmd.Env, extraEnv...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(append(os.Environ(), "SMSGW_LISTEN="+addr), env...)
 	// Each process works in a directory of its own: its audit spool is there.
 	cmd.Dir = dir
 	if cmd.Dir == "" {
@@ -155,21 +163,24 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
 		}
 	})
-	testenv.WaitUntil(t, 60*time.Second, "smsgw to come up", func() error {
+	return p
+}
+
+// waitAnswers waits up to d (what it waits for) until GET path answers 200;
+// smsgw exiting meanwhile fails the test at once.
+func (p *process) waitAnswers(t *testing.T, d time.Duration, path, what string) {
+	t.Helper()
+	testenv.WaitUntil(t, d, what, func() error {
 		select {
 		case err := <-p.exited:
 			t.Fatalf("smsgw exited at start: %v\n%s", err, p.stderr.String())
 		default:
 		}
-		if res, err := http.Get(p.URL + "/healthz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return nil
-			}
+		if testenv.GetOK(p.URL + path) {
+			return nil
 		}
-		return fmt.Errorf("not up:\n%s", p.stderr.String())
+		return fmt.Errorf("no 200 from %s yet:\n%s", path, p.stderr.String())
 	})
-	return p
 }
 
 // stop sends SIGTERM and requires a clean exit.

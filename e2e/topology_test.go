@@ -251,25 +251,15 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 	nhot.Store(int64(len(hot)))
 	// Racers hammer the hot phones (each may be admitted once in the test)
 	// from start to end; fresh phones show when the service admits again.
-	stop := make(chan struct{})
-	var racers sync.WaitGroup
-	for w := range 8 {
-		racers.Go(func() {
-			for i := w; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				send(phones[int64(i)%nhot.Load()])
-				if i%4 == 0 {
-					n := seq.Load()
-					send(fmt.Sprintf("+1650%d%04d", 253+(n/10000)%5, n%10000))
-				}
-			}
-		})
-	}
-	defer func() { close(stop); racers.Wait() }()
+	stopRacers := testenv.Loop(t, 8, func(w, i int) {
+		i += w
+		send(phones[int64(i)%nhot.Load()])
+		if i%4 == 0 {
+			n := seq.Load()
+			send(fmt.Sprintf("+1650%d%04d", 253+(n/10000)%5, n%10000))
+		}
+	})
+	defer stopRacers()
 
 	// The replica is cut off; the primary goes on admitting (or, waiting for
 	// a replica, refunds and answers 503). Then the primary dies.
@@ -335,29 +325,18 @@ func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
 		refused int
 		seq     atomic.Int64
 	)
-	stop := make(chan struct{})
-	var workers sync.WaitGroup
-	for range 32 {
-		workers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				n := seq.Add(1)
-				began := time.Now()
-				r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1650%d%04d"}`, 253+(n/10000)%5, n%10000),
-					map[string]string{"X-Forwarded-For": fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)})
-				if r.Status == 503 {
-					mu.Lock()
-					worst = max(worst, time.Since(began))
-					refused++
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	stop := testenv.Loop(t, 32, func(int, int) {
+		n := seq.Add(1)
+		began := time.Now()
+		r := post(t, p.URL+"/v1/otp/send", fmt.Sprintf(`{"phone": "+1650%d%04d"}`, 253+(n/10000)%5, n%10000),
+			map[string]string{"X-Forwarded-For": fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)})
+		if r.Status == 503 {
+			mu.Lock()
+			worst = max(worst, time.Since(began))
+			refused++
+			mu.Unlock()
+		}
+	})
 	testenv.WaitFor(t, 10*time.Second, "some load", func() bool { return seq.Load() > 100 })
 	node.Pause()
 	testenv.WaitFor(t, 20*time.Second, "100 answers while frozen", func() bool {
@@ -366,8 +345,7 @@ func TestFrozenRedisAnswersWithinTheTimeout(t *testing.T) {
 		return refused >= 100
 	})
 	node.Resume()
-	close(stop)
-	workers.Wait()
+	stop()
 	var decided time.Duration
 	var logged int
 	for _, line := range strings.Split(p.stderr.String(), "\n") {

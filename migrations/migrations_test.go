@@ -2,7 +2,6 @@ package migrations_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,25 +17,20 @@ func TestApplyIsOrderedIdempotentAndSafeConcurrently(t *testing.T) {
 	if err != nil || len(all) == 0 {
 		t.Fatalf("migrations: %v %v", all, err)
 	}
-	var wg sync.WaitGroup
 	applied := make([][]string, 3)
-	for i := range applied {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close(ctx)
-			applied[i], err = migrations.Apply(ctx, conn)
-			if err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	testenv.Race(t, len(applied), func(i int) string {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		defer conn.Close(ctx)
+		applied[i], err = migrations.Apply(ctx, conn)
+		if err != nil {
+			t.Error(err)
+		}
+		return ""
+	})
 	total := 0
 	for _, a := range applied {
 		total += len(a)

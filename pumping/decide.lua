@@ -71,12 +71,28 @@ local keep = 2 * window
 -- of the last hour (the previous bucket weighted by what of it is still
 -- inside the hour), and x: when the key expires, as this script and
 -- approve.lua last set it (so a send costs no PTTL call).
-local function load(key, learn)
-  local v = redis.call('HMGET', key, 'b', 'S', 'A', 'pk', 'pd', 'a' .. cur, 'a' .. (cur - 1),
-    's' .. cur, 's' .. (cur - 1), 'x', 'pr', 'rx')
-  local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[4]) or 0,
-    scur = tonumber(v[8]) or 0, sprev = tonumber(v[9]) or 0, x = tonumber(v[10]), pr = tonumber(v[11]),
-    rx = tonumber(v[12]), new = v[1] == false}
+local fs0, fs1, fa0, fa1 = 's' .. cur, 's' .. (cur - 1), 'a' .. cur, 'a' .. (cur - 1)
+-- The fields each kind of subject reads, the ones every kind needs first:
+-- fewer fields a read are fewer strings made on both sides of redis.call.
+-- A learning subject also reads its baseline (pk, pd), a network its probe
+-- time (pr), a country its restriction (rx).
+local base = {'b', 'S', 'A', fa0, fa1, fs0, fs1, 'x'}
+local function fields(...)
+  local f = {unpack(base)}
+  for _, x in ipairs({...}) do f[#f + 1] = x end
+  return f
+end
+local learned = fields('pk', 'pd')
+local readFields = {r = learned, n = fields('pk', 'pd', 'pr'), c = fields('pk', 'pd', 'rx'), m = base}
+readFields.N = readFields.n
+
+local function load(key, learn, kind)
+  local fl = base
+  if learn then fl = readFields[kind] or learned end
+  local v = redis.call('HMGET', key, unpack(fl))
+  local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[9]) or 0,
+    scur = tonumber(v[6]) or 0, sprev = tonumber(v[7]) or 0, x = tonumber(v[8]), new = v[1] == false}
+  if kind == 'c' then st.rx = tonumber(v[11]) elseif fl[11] == 'pr' then st.pr = tonumber(v[11]) end
   local b = tonumber(v[1])
   if b == nil then
     b = oldest
@@ -102,7 +118,7 @@ local function load(key, learn)
     b = oldest
     redis.call('HSET', key, 'b', b, 'S', st.S, 'A', st.A)
   end
-  if learn and tonumber(v[5]) ~= day and (v[1] ~= false) then
+  if learn and tonumber(v[10]) ~= day and (v[1] ~= false) then
     local pk = 0
     for d = day - 14, day - 1 do
       pk = math.max(pk, tonumber(redis.call('HGET', key, 'd' .. d)) or 0)
@@ -111,7 +127,7 @@ local function load(key, learn)
     redis.call('HSET', key, 'pk', pk, 'pd', day)
     st.pk = pk
   end
-  st.hour = (tonumber(v[6]) or 0) + (tonumber(v[7]) or 0) * (1 - frac)
+  st.hour = (tonumber(v[4]) or 0) + (tonumber(v[5]) or 0) * (1 - frac)
   -- The last hour's unverified texts, for the short horizon.
   st.uh = math.max(st.scur + st.sprev * (1 - frac) - st.hour, 0)
   st.b = b
@@ -119,14 +135,15 @@ local function load(key, learn)
 end
 
 -- store writes what a send changed in a subject in one call: its counts
--- when counted, the probe's time, and a new expiry when the key would
+-- when counted, the probe's time, the extra fields (a country's
+-- restriction), and a new expiry when the key would
 -- otherwise outlive its window by less than keep - bucket (a key keeps its
 -- counts at least a window past its last send; approve.lua's longer expiry
 -- for the learned baseline is never shortened).
-local function store(st, counted)
-  local f = {}
+local function store(st, counted, extra)
+  local f = extra or {}
   if counted then
-    f[#f + 1], f[#f + 2] = 's' .. cur, st.scur
+    f[#f + 1], f[#f + 2] = fs0, st.scur
     f[#f + 1], f[#f + 2] = 'S', st.S
     f[#f + 1], f[#f + 2] = 'b', st.b
   end
@@ -191,7 +208,7 @@ local function get(i)
   local st = state[i]
   if st == nil then
     local sb = subj[i]
-    st = load(sb.key, sb.kind ~= 'm')
+    st = load(sb.key, sb.kind ~= 'm', sb.kind)
     st.kind = sb.kind
     if sb.sub then st.sub = load(sb.sub, false) end
     state[i] = st
@@ -301,7 +318,7 @@ for i = 1, n do
     if sig == 'c' then
       -- A solved challenge passes, within the budget its own kind earns: a
       -- solving farm's sends are not approved, real people's are.
-      local ch = load(subj[i].ch, true)
+      local ch = load(subj[i].ch, true, 'ch')
       st.ch = ch
       local add = 1
       if reck then add = 0 end
@@ -433,15 +450,14 @@ for i = 1, n do
     store(st.ch, true)
     cnew = cnew + 2
   end
-  store(st, not skip)
+  -- A country's restriction, tripped or extended, is written with its
+  -- counts: one HSET.
+  store(st, not skip, st.trip)
   if st.sub then
     st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
     store(st.sub, true)
   end
-  if st.kind == 'c' then
-    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
-    if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
-  end
+  if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
 end
 if rec ~= nil then
   local f = {'n', netid}

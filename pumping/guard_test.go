@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 // prefix of the test's own (the cluster is the test's own too).
 func onCluster(t *testing.T, c *redistopo.Cluster) *fixture {
 	t.Helper()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: 5 * time.Second})
+	rdb := c.Client()
 	t.Cleanup(func() { rdb.Close() })
 	return &fixture{rdb: rdb, prefix: "test:" + testenv.Unique() + ":", clock: testenv.NewClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))}
 }
@@ -88,6 +88,9 @@ func only(rules ...string) func(*Config) {
 func TestRules(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			// spread gives every send a phone of its own, for the rows
+			// that test network rules alone.
+			spread := func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) }
 			tests := []struct {
 				name  string
 				rules []string
@@ -106,23 +109,17 @@ func TestRules(t *testing.T) {
 					func(i int) string { return fmt.Sprintf("+447400100%d00", i) },
 					func(i int) string { return fmt.Sprintf("198.51.%d.1", i) }, 3, RuleRange1k, "range"},
 				{"rotating /64s of one /56", []string{RuleNet64, RuleNet56, RuleNet48},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:1:%x::1", i) }, 8, RuleNet56, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:1:%x::1", i) }, 8, RuleNet56, "network"},
 				{"rotating /56s of one /48", []string{RuleNet64, RuleNet56, RuleNet48},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:1:%x00::1", i) }, 12, RuleNet48, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:1:%x00::1", i) }, 12, RuleNet48, "network"},
 				{"rotating addresses of one /24", []string{RuleNet32, RuleNet24},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("203.0.113.%d", i) }, 10, RuleNet24, "network"},
+					spread, func(i int) string { return fmt.Sprintf("203.0.113.%d", i) }, 10, RuleNet24, "network"},
 				{"rotating /24s of one /16", []string{RuleNet32, RuleNet24, RuleNet16},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("203.0.%d.1", i) }, 30, RuleNet16, "network"},
+					spread, func(i int) string { return fmt.Sprintf("203.0.%d.1", i) }, 30, RuleNet16, "network"},
 				{"rotating /48s of one IPv6 /32", []string{RuleNet64, RuleNet48, RuleNet6x32},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return fmt.Sprintf("2001:db8:%x::1", i) }, 40, RuleNet6x32, "network"},
+					spread, func(i int) string { return fmt.Sprintf("2001:db8:%x::1", i) }, 40, RuleNet6x32, "network"},
 				{"one address", []string{RuleNet32, RuleNet24},
-					func(i int) string { return fmt.Sprintf("+4474001%05d", i*7) },
-					func(i int) string { return "203.0.113.9" }, 5, RuleNet32, "network"},
+					spread, func(i int) string { return "203.0.113.9" }, 5, RuleNet32, "network"},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
@@ -387,6 +384,53 @@ func TestShadowRefusesNothing(t *testing.T) {
 	}
 }
 
+// In shadow mode a country over budget is restricted and counted on: the
+// restriction is written with the counts, extended by each send that would
+// have been refused, and the hash keeps its expiry.
+func TestShadowRestrictsTheCountry(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, func(c *Config) { only(RuleCountry)(c); c.Floors[RuleCountry] = 3; c.Mode = ModeShadow }, false)
+	ctx := context.Background()
+	key := f.prefix + "pump:{d:LV}:c"
+	send := func(i int) otp.PumpingReservation {
+		t.Helper()
+		r := reserve(t, g, phone(t, fmt.Sprintf("+3712%07d", i*1000)), ip(fmt.Sprintf("10.%d.0.1", i)))
+		if r.Refused != nil {
+			t.Fatalf("shadow mode refused send %d", i)
+		}
+		return r
+	}
+	for i := range 3 {
+		if r := send(i); r.Shadow != nil {
+			t.Fatalf("send %d under budget: %+v", i, r.Shadow)
+		}
+	}
+	tripped := f.clock.Now()
+	if r := send(3); r.Shadow == nil || r.Shadow.Rule != RuleCountry {
+		t.Fatalf("a fourth unverified text: %+v, want the country's shadow refusal", r.Shadow)
+	}
+	check := func(texts int, since, until time.Time) {
+		t.Helper()
+		v, err := f.rdb.HMGet(ctx, key, "S", "rs", "rx").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []any{fmt.Sprint(texts), fmt.Sprint(since.UnixMilli()), fmt.Sprint(until.UnixMilli())}
+		if fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Fatalf("country S rs rx = %v, want %v", v, want)
+		}
+		if ttl, err := f.rdb.PTTL(ctx, key).Result(); err != nil || ttl <= 0 {
+			t.Fatalf("country hash TTL %v %v: want an expiry", ttl, err)
+		}
+	}
+	check(4, tripped, tripped.Add(DefaultConfig().RestrictFor))
+	f.advance(10 * time.Minute)
+	if r := send(4); r.Shadow == nil {
+		t.Fatal("a restricted country's send with no sign of a real user: no shadow refusal")
+	}
+	check(5, tripped, f.clock.Now().Add(DefaultConfig().RestrictFor))
+}
+
 func TestSpendCeiling(t *testing.T) {
 	f := newFixture(t)
 	g := f.guard(t, func(c *Config) {
@@ -462,22 +506,11 @@ func TestReplicasRaceOnOneRange(t *testing.T) {
 		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
 			f := newFixture(t)
 			replicas := []*Guard{f.guard(t, only(RuleRange100), cluster), f.guard(t, only(RuleRange100), cluster)}
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			for i := 0; i < 60; i++ {
-				wg.Go(func() {
-					r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"), false)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Refused == nil {
-						admitted.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if n := admitted.Load(); n != 2 {
+			got := testenv.Race(t, 60, func(i int) string {
+				r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"), false)
+				return reserved(t, r, err)
+			})
+			if n := got["admitted"]; n != 2 {
 				t.Fatalf("admitted %d; want exactly the floor, 2", n)
 			}
 		})
@@ -486,6 +519,19 @@ func TestReplicasRaceOnOneRange(t *testing.T) {
 
 // countingHook counts the commands a client sends, but those the replicas'
 // Run loops make in the background (overrides' reloads, connection set-up).
+// reserved is a racing Reserve's outcome for testenv.Race: admitted,
+// refused, or error (a test error).
+func reserved(t *testing.T, r otp.PumpingReservation, err error) string {
+	switch {
+	case err != nil:
+		t.Error(err)
+		return "error"
+	case r.Refused == nil:
+		return "admitted"
+	}
+	return "refused"
+}
+
 type countingHook struct{ n atomic.Int64 }
 
 func counted(cmd redis.Cmder) bool {
@@ -590,19 +636,14 @@ func TestOverrides(t *testing.T) {
 		{"+447400200002", "", false},
 		{"+37120000000", otp.OverrideBlock, true},
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, tt := range tests {
 		t.Run(tt.e164, func(t *testing.T) {
-			for {
-				o, ok := b.Lookup(tt.e164)
-				if ok == tt.exists && o.Action == tt.want {
-					return
+			testenv.WaitUntil(t, 10*time.Second, "the override on the other replica", func() error {
+				if o, ok := b.Lookup(tt.e164); ok != tt.exists || o.Action != tt.want {
+					return fmt.Errorf("the other replica says %v %q; want %v %q", ok, o.Action, tt.exists, tt.want)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the other replica says %v %q; want %v %q", ok, o.Action, tt.exists, tt.want)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return nil
+			})
 		})
 	}
 	f.advance(2 * time.Minute)
@@ -758,20 +799,11 @@ func TestRealCluster(t *testing.T) {
 	t.Run("replicas race", func(t *testing.T) {
 		f := onCluster(t, c)
 		replicas := []*Guard{f.guard(t, only(RuleRange100, RuleNet24), true), f.guard(t, only(RuleRange100, RuleNet24), true)}
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		for i := 0; i < 40; i++ {
-			wg.Go(func() {
-				r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip(fmt.Sprintf("198.51.%d.1", i)), false)
-				if err != nil {
-					t.Error(err)
-				} else if r.Refused == nil {
-					admitted.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if n := admitted.Load(); n != 2 {
+		got := testenv.Race(t, 40, func(i int) string {
+			r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip(fmt.Sprintf("198.51.%d.1", i)), false)
+			return reserved(t, r, err)
+		})
+		if n := got["admitted"]; n != 2 {
 			t.Fatalf("admitted %d; want exactly 2", n)
 		}
 	})

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
@@ -360,24 +359,15 @@ func serve(b *testing.B, bin, path, addr string) string {
 		}
 	})
 	url := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if res, err := http.Get(url + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return url
-			}
-		}
+	testenv.WaitFor(b, 60*time.Second, "smsgw to be ready", func() bool {
 		select {
 		case <-exited:
 			b.Fatal("smsgw exited before it was ready")
 		default:
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("smsgw not ready after 60 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return testenv.GetOK(url + "/readyz")
+	})
+	return url
 }
 
 // startBaselines serves the baselines on one Echo server in this process:
@@ -394,20 +384,15 @@ func serve(b *testing.B, bin, path, addr string) string {
 // that keeps the SPEC's rows costs at least before it decides anything.
 func startBaselines(b *testing.B, rdb *redis.Client, prefix, dsn string) string {
 	b.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
+	pool := testenv.PoolOn(b, dsn)
 	rows, err := audit.NewWriter(pool, audit.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
 	rows.SetPostgresReady(true)
 	go rows.Run(context.Background()) // Close ends it and waits
-	b.Cleanup(func() {
-		rows.Close(context.Background())
-		pool.Close()
-	})
+	// Cleanups run last first: the writer closes before its pool.
+	b.Cleanup(func() { rows.Close(context.Background()) })
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	count := func(c echo.Context) error {

@@ -25,26 +25,19 @@ func TestRacingCallsEachGetTheirOwnAnswer(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	b := redisbatch.New(rdb, redisbatch.Options{Timeout: 10 * time.Second})
 	const n = 500
-	seen := make([]bool, n+1)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			v, err := b.Run(context.Background(), incr, []string{prefix + "n"}).Int64()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if v < 1 || v > n || seen[v] {
-				t.Errorf("answer %d given twice or out of range", v)
-				return
-			}
-			seen[v] = true
-		})
+	answers := testenv.Race(t, n, func(int) string {
+		v, err := b.Run(context.Background(), incr, []string{prefix + "n"}).Int64()
+		if err != nil {
+			t.Error(err)
+			return "error"
+		}
+		return fmt.Sprint(v)
+	})
+	for v := 1; v <= n; v++ {
+		if times := answers[fmt.Sprint(v)]; times != 1 {
+			t.Errorf("answer %d given %d times", v, times)
+		}
 	}
-	wg.Wait()
 }
 
 func TestScriptsAreLoadedAgainAfterAFlush(t *testing.T) {
@@ -57,15 +50,12 @@ func TestScriptsAreLoadedAgainAfterAFlush(t *testing.T) {
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
-		for range 20 {
-			wg.Go(func() {
-				if err := b.Run(ctx, incr, []string{"n"}).Err(); err != nil {
-					t.Errorf("round %d: %v", i, err)
-				}
-			})
-		}
-		wg.Wait()
+		testenv.Race(t, 20, func(int) string {
+			if err := b.Run(ctx, incr, []string{"n"}).Err(); err != nil {
+				t.Errorf("round %d: %v", i, err)
+			}
+			return ""
+		})
 	}
 	if got, _ := rdb.Get(ctx, "n").Int(); got != 60 {
 		t.Fatalf("counter is %d after 60 calls, want 60", got)

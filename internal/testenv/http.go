@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // Response is an HTTP answer read whole, its JSON body parsed when it is an
@@ -47,3 +48,15 @@ func Do(t testing.TB, c *http.Client, req *http.Request) Response {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// GetOK says whether a GET of url answers 200 within 5 s: what a test polls
+// while a server it started comes up.
+func GetOK(url string) bool {
+	c := http.Client{Timeout: 5 * time.Second}
+	res, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}

@@ -29,3 +29,32 @@ func Race(t testing.TB, n int, fn func(i int) string) map[string]int {
 	wg.Wait()
 	return outcomes
 }
+
+// Loop runs fn in n goroutines, each calling it over and over (w is the
+// goroutine, i how many calls it made before) until stop is called. stop
+// waits for them; the end of the test calls it if the test did not.
+func Loop(t testing.TB, n int, fn func(w, i int)) (stop func()) {
+	var (
+		wg   sync.WaitGroup
+		once sync.Once
+	)
+	done := make(chan struct{})
+	for w := range n {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fn(w, i)
+			}
+		})
+	}
+	stop = func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
+}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
 
@@ -29,15 +29,12 @@ func TestOutboxKeepsTheNewestInOrder(t *testing.T) {
 
 func TestOutboxStaysBoundedUnderConcurrency(t *testing.T) {
 	p := New(100, nil, nil)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Go(func() {
-			for i := 0; i < 1000; i++ {
-				p.Send(context.Background(), "+14155552671", "x")
-			}
-		})
-	}
-	wg.Wait()
+	testenv.Race(t, 8, func(int) string {
+		for i := 0; i < 1000; i++ {
+			p.Send(context.Background(), "+14155552671", "x")
+		}
+		return ""
+	})
 	if n := len(p.Messages("")); n != 100 {
 		t.Fatalf("outbox holds %d, want its capacity 100", n)
 	}

@@ -557,21 +557,13 @@ func TestSendIgnoresEdgeEnv(t *testing.T) {
 func TestSendConcurrent(t *testing.T) {
 	f := newFakeTwilio(t, nil)
 	p := newProvider(t, Config{APIBase: f.srv.URL, Timeout: 5 * time.Second})
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for i := range 32 {
-		wg.Go(func() {
-			to := fmt.Sprintf("+1415555%04d", i)
-			if _, err := p.Send(context.Background(), to, "hi"); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	testenv.Race(t, 32, func(i int) string {
+		to := fmt.Sprintf("+1415555%04d", i)
+		if _, err := p.Send(context.Background(), to, "hi"); err != nil {
+			t.Error(err)
+		}
+		return ""
+	})
 	if n := len(f.requests()); n != 32 {
 		t.Errorf("server saw %d requests, want 32", n)
 	}
