@@ -337,7 +337,7 @@ for i = 1, n do
       -- those networks without restricting the country's own users.
       local led, lfloor = st, floor
       if st.abroad then
-        led = load(subj[i].fo, true)
+        led = load(subj[i].fo, true, 'c')
         lfloor = math.max(math.floor(floor / 5), 1)
         st.fo = led
       end
@@ -441,10 +441,7 @@ for i = 1, n do
     st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1
     cnew = cnew + 4
   end
-  if st.fo then
-    store(st.fo, st.add == 1)
-    if st.fo.trip then redis.call('HSET', st.fo.key, unpack(st.fo.trip)) end
-  end
+  if st.fo then store(st.fo, st.add == 1, st.fo.trip) end
   if st.ch and st.chadd == 1 then
     st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
     store(st.ch, true)

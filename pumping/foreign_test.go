@@ -21,8 +21,10 @@ func TestNetworksKnownAbroadCountApart(t *testing.T) {
 				c.Floors[RuleCountry] = 10 // abroad: 2
 			}, cluster)
 			ctx := context.Background()
-			// Real British users of 203.0.0.0/16 verify their codes.
-			for i := range 2 {
+			// Real British users of 203.0.0.0/16 verify their codes: the
+			// /16 is known for British users, whatever one American
+			// traveller there does.
+			for i := range 20 {
 				gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
 				if r := reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i))); r.Refused != nil {
 					t.Fatalf("a British user refused: %+v", r.Refused)
@@ -71,6 +73,19 @@ func TestNetworksKnownAbroadCountApart(t *testing.T) {
 			}
 			if us == nil || !us.Abroad || us.Unverified != 3 || us.Budget != 2 || us.Refused != int64(12-want) {
 				t.Fatalf("US listed as %+v; want restricted for networks abroad, 3 unverified of 2 earned, %d refused", us, 12-want)
+			}
+			// An approval brings the ledger back under its budget; the
+			// restriction holds until restrict_for has passed.
+			if err := g.Approved(ctx, phone(t, fmt.Sprintf("+1650%07d", 2530000+1*7919))); err != nil {
+				t.Fatal(err)
+			}
+			late := phone(t, "+12125550199")
+			if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+				t.Fatalf("a send from abroad while its ledger is restricted: %+v", r.Refused)
+			}
+			f.advance(DefaultConfig().RestrictFor)
+			if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused != nil {
+				t.Fatalf("a send from abroad after the restriction, the ledger under budget: %+v", r.Refused)
 			}
 		})
 	}
