@@ -338,7 +338,7 @@ for i = 1, n do
       local led, lfloor = st, floor
       if st.abroad then
         led = load(subj[i].fo, true, 'c')
-        lfloor = math.max(math.floor(floor / 5), 1)
+        lfloor = math.max(math.floor(floor / 2), 1)
         st.fo = led
       end
       local lrestricted = led.rx ~= nil and led.rx > now
