@@ -1,0 +1,265 @@
+package sendscript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/codestore"
+	"smsgw/internal/redisbatch"
+	"smsgw/internal/redistopo"
+	"smsgw/internal/testenv"
+	"smsgw/otp"
+	"smsgw/pumping"
+	"smsgw/ratelimit"
+)
+
+// clusterReplica is one service replica's parts on a shared Cluster.
+type clusterReplica struct {
+	limiter  *ratelimit.Limiter
+	guard    *pumping.Guard
+	admitter *ClusterAdmitter
+	calls    *countedScripts
+}
+
+// countedScripts counts the script calls a replica makes and, with a
+// barrier set, holds each call until barrier calls are in flight at once:
+// calls made one after another never meet it.
+type countedScripts struct {
+	next    Scripts
+	calls   atomic.Int64
+	mu      sync.Mutex
+	barrier int
+	waiting int
+	all     chan struct{}
+}
+
+func (c *countedScripts) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	c.calls.Add(1)
+	c.mu.Lock()
+	if c.barrier > 0 {
+		c.waiting++
+		if c.waiting == c.barrier {
+			close(c.all)
+		}
+		all := c.all
+		c.mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(errors.New("the calls did not run at once"))
+			return cmd
+		}
+	} else {
+		c.mu.Unlock()
+	}
+	return c.next.Run(ctx, script, keys, args...)
+}
+
+func (c *countedScripts) hold(n int) {
+	c.mu.Lock()
+	c.barrier, c.waiting, c.all = n, 0, make(chan struct{})
+	c.mu.Unlock()
+}
+
+func newClusterReplica(t testing.TB, rdb *redis.ClusterClient, prefix string, edit func(*pumping.Config)) *clusterReplica {
+	t.Helper()
+	cfg := pumping.DefaultConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	batch := redisbatch.New(rdb, redisbatch.Options{})
+	scripts := &countedScripts{next: batch}
+	r := &clusterReplica{calls: scripts}
+	r.limiter = ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts})
+	r.guard = pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: scripts, Cluster: true})
+	r.admitter = NewCluster(scripts, r.limiter, r.guard, codestore.New(rdb, prefix, scripts), codestore.NewIdempotency(rdb, prefix), nil)
+	return r
+}
+
+// clusterAdmission is a send from ip to raw, counted per phone (max an
+// hour) and per address (ipMax an hour): two hash tags, and the pumping
+// groups' and the code's.
+func clusterAdmission(t testing.TB, ticket, raw, ip string, max, ipMax int) otp.Admission {
+	t.Helper()
+	p := phone(t, raw)
+	return otp.Admission{Ticket: ticket, Phone: p, ClientIP: netip.MustParseAddr(ip), Pumping: true,
+		Subjects: []otp.Subject{
+			{Scope: "phone", Key: "phone:" + p.E164, Rules: []otp.Rule{{Window: time.Hour, Max: max}}},
+			{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: ipMax}}},
+		},
+		Code: otp.StoredCode{MAC: []byte("mac-" + ticket), Sealed: []byte("sealed-" + ticket)}, CodeTTL: 5 * time.Minute}
+}
+
+func accepted(out otp.Admitted) bool {
+	return out.Claim == otp.Claimed && out.Decision.Allowed && out.Pumping.Refused == nil && out.Issued
+}
+
+// TestClusterOneCallPerSlot runs a send's parts on a 3-master Cluster as one
+// composed call per slot, all at once; races from two replicas admit
+// exactly the limit, and a refused send holds nothing in any window.
+func TestClusterOneCallPerSlot(t *testing.T) {
+	c := redistopo.StartCluster(t, 3)
+	rdb := c.Client()
+	prefix := "t:" + testenv.Unique() + ":"
+	// Budgets no race here fills, even for a moment: a send a window
+	// refuses counts in the pumping budgets until its release, one round
+	// trip later (see ClusterAdmitter), and the shipped floors for one
+	// address (5 texts) would then refuse some of the window's admissions.
+	loose := func(c *pumping.Config) {
+		for rule, floor := range c.Floors {
+			c.Floors[rule] = 100 * floor
+		}
+	}
+	replicas := []*clusterReplica{newClusterReplica(t, rdb, prefix, loose), newClusterReplica(t, rdb, prefix, loose)}
+	ctx := context.Background()
+	// Warm up: the scripts load on each shard.
+	for i, r := range replicas {
+		testenv.WaitUntil(t, 30*time.Second, "a send on the cluster", func() error {
+			out, err := r.admitter.Admit(ctx, clusterAdmission(t, fmt.Sprintf("w%d", i), fmt.Sprintf("+44740099999%d", i), "203.0.113.9", 5, 50))
+			if err == nil && !accepted(out) {
+				err = fmt.Errorf("not accepted: %+v", out)
+			}
+			return err
+		})
+	}
+	zcard := func(key string) int64 {
+		n, err := rdb.ZCard(ctx, prefix+"rl:{"+key+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	t.Run("the slots are asked at once", func(t *testing.T) {
+		r := replicas[0]
+		before := r.calls.calls.Load()
+		if out, err := r.admitter.Admit(ctx, clusterAdmission(t, "c1", "+447400200001", "198.51.100.1", 5, 5)); err != nil || !accepted(out) {
+			t.Fatalf("%+v, %v", out, err)
+		}
+		n := int(r.calls.calls.Load() - before)
+		if n < 2 {
+			t.Fatalf("%d calls: the send's keys should span slots", n)
+		}
+		// The same shape again (another phone, another address): every call
+		// must be in flight at once to pass the barrier.
+		r.calls.hold(n)
+		defer r.calls.hold(0)
+		out, err := r.admitter.Admit(ctx, clusterAdmission(t, "c2", "+447400200002", "198.51.100.2", 5, 5))
+		if err != nil || !accepted(out) {
+			t.Fatalf("%+v, %v", out, err)
+		}
+	})
+
+	t.Run("races from two replicas admit exactly the limit", func(t *testing.T) {
+		for _, tc := range []struct {
+			name       string
+			phone, ip  func(i int) string
+			max, ipMax int
+			key        string
+			limit      int
+		}{
+			{"one phone, many addresses", func(int) string { return "+447400300001" },
+				func(i int) string { return fmt.Sprintf("198.51.%d.%d", 101+i/200, i%200+1) }, 3, 50, "phone:+447400300001", 3},
+			{"one address, many phones", func(i int) string { return fmt.Sprintf("+4474004%05d", i) },
+				func(int) string { return "198.51.99.7" }, 5, 4, "ip:198.51.99.7", 4},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				const senders = 40
+				var admitted, refused atomic.Int64
+				var wg sync.WaitGroup
+				for i := range senders {
+					wg.Go(func() {
+						a := clusterAdmission(t, fmt.Sprintf("%s-r%d", tc.key, i), tc.phone(i), tc.ip(i), tc.max, tc.ipMax)
+						out, err := replicas[i%2].admitter.Admit(ctx, a)
+						switch {
+						case err != nil:
+							t.Error(err)
+						case accepted(out):
+							admitted.Add(1)
+						case out.Decision.Allowed:
+							t.Errorf("refused by the pumping rules: %+v", out.Pumping.Refused)
+						default:
+							refused.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if admitted.Load() != int64(tc.limit) || refused.Load() != senders-int64(tc.limit) {
+					t.Fatalf("admitted %d, refused %d; want %d and %d", admitted.Load(), refused.Load(), tc.limit, senders-tc.limit)
+				}
+				if n := zcard(tc.key); n != int64(tc.limit) {
+					t.Fatalf("the window holds %d tickets, want %d: refused sends gave back what they counted", n, tc.limit)
+				}
+			})
+		}
+	})
+
+	t.Run("a refusal on one slot gives back the others", func(t *testing.T) {
+		r := replicas[1]
+		if out, err := r.admitter.Admit(ctx, clusterAdmission(t, "g1", "+447400500001", "198.51.98.1", 1, 10)); err != nil || !accepted(out) {
+			t.Fatalf("%+v, %v", out, err)
+		}
+		// The phone's window is full: the new address's window must not keep it.
+		out, err := r.admitter.Admit(ctx, clusterAdmission(t, "g2", "+447400500001", "198.51.98.2", 1, 10))
+		if err != nil || out.Decision.Allowed || out.Decision.Tightest.Scope != "phone" || out.Decision.RetryAfter <= 0 {
+			t.Fatalf("%+v, %v; want refused by the phone's window", out.Decision, err)
+		}
+		if n := zcard("ip:198.51.98.2"); n != 0 {
+			t.Fatalf("the address's window holds %d tickets after the refusal, want 0", n)
+		}
+	})
+
+	t.Run("an idempotency key is claimed first", func(t *testing.T) {
+		r := replicas[0]
+		a := clusterAdmission(t, "k1", "+447400600001", "198.51.97.1", 5, 10)
+		a.Scope, a.ClaimTTL = "send\x00k-"+prefix, time.Minute
+		if out, err := r.admitter.Admit(ctx, a); err != nil || !accepted(out) {
+			t.Fatalf("%+v, %v", out, err)
+		}
+		b := a
+		b.Ticket = "k2"
+		out, err := replicas[1].admitter.Admit(ctx, b)
+		if err != nil || out.Claim != otp.ClaimBusy || out.Limited || out.Issued {
+			t.Fatalf("%+v, %v; want busy, nothing else asked", out, err)
+		}
+		if n := zcard("phone:+447400600001"); n != 1 {
+			t.Fatalf("the window holds %d tickets, want 1: a retry counts nothing", n)
+		}
+	})
+	t.Run("a pumping refusal gives the windows back", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, nil)
+		floor := pumping.DefaultFloors()[pumping.RuleRange100]
+		var last otp.Admitted
+		for i := 0; i <= floor; i++ {
+			a := clusterAdmission(t, fmt.Sprintf("p%d", i), fmt.Sprintf("+4474007000%02d", i), fmt.Sprintf("%d.51.0.1", 10+i), 10, 10)
+			var err error
+			if last, err = r.admitter.Admit(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if refused := last.Pumping.Refused != nil; refused != (i == floor) {
+				t.Fatalf("send %d: refused %v, want %v", i, refused, i == floor)
+			}
+		}
+		if last.Pumping.Refused.Rule != pumping.RuleRange100 || !last.Decision.Allowed || last.Issued {
+			t.Fatalf("refusal %+v, decision allowed %v, issued %v", last.Pumping.Refused, last.Decision.Allowed, last.Issued)
+		}
+		for _, key := range []string{fmt.Sprintf("phone:+4474007000%02d", floor), fmt.Sprintf("ip:%d.51.0.1", 10+floor)} {
+			if n, err := rdb.ZCard(ctx, own+"rl:{"+key+"}").Result(); err != nil || n != 0 {
+				t.Fatalf("%s holds %d tickets (%v) after a pumping refusal, want 0", key, n, err)
+			}
+		}
+	})
+}
