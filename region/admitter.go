@@ -10,9 +10,11 @@ import (
 	"smsgw/ratelimit"
 )
 
-// HomeAdmitter runs, in one region's single primary, a send's parts that
-// live there as one script call (sendscript.Admitter), with the pumping
-// decision this region prepared.
+// HomeAdmitter runs, in one region's Redis, a send's parts that live there
+// as one script call (sendscript.Admitter on a single primary or Sentinel;
+// sendscript.ClusterAdmitter on a Cluster: one call per slot, the slots at
+// once, so one round trip of latency), with the pumping decision this
+// region prepared.
 type HomeAdmitter interface {
 	AdmitDecided(ctx context.Context, adm otp.Admission, d pumping.Decision) (otp.Admitted, error)
 	// Undo takes back what an admission counted and stored there, when
@@ -20,15 +22,16 @@ type HomeAdmitter interface {
 	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
-// admitter makes a send to a number homed in another region's single
-// primary cost one cross-region round trip: the local subjects (the
-// address windows, the caller's pumping groups) are reserved here first,
-// so a local refusal never crosses; then one composed script call at the
-// home claims the idempotency scope, decides the number's windows and the
-// destination's pumping group and issues the code; then the local
-// reservation is committed, or released. A send whose parts all live here
-// is the single region's one call. Every other send (a home on a Cluster,
-// a country being moved, a home out of reach with a fallback allowed) is
+// admitter makes a send to a number homed in another region cost one
+// cross-region round trip: the local subjects (the address windows, the
+// caller's pumping groups) are reserved here first, so a local refusal
+// never crosses; then one composed script call at the home (on a Cluster
+// home, one per slot, all at once) claims the idempotency scope, decides
+// the number's windows and the destination's pumping group and issues the
+// code; then the local reservation is committed, or released. A send whose
+// parts all live here is the single region's one call (one per slot on a
+// Cluster). Every other send (a country being moved, a home out of reach
+// with a fallback allowed, a caller signal this region does not know) is
 // asked in turn, as before (otp.ErrAdmitInTurn).
 type admitter struct {
 	d     *Deployment
@@ -40,9 +43,8 @@ type admitter struct {
 var _ otp.SendAdmitter = admitter{}
 
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
-// parts all live here (nil on a Cluster); homes holds, by region name, the
-// admitter of each other region on a single primary (or Sentinel), none
-// for a Cluster.
+// parts all live here (nil: asked in turn); homes holds, by region name,
+// the admitter of each other region.
 func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter) otp.SendAdmitter {
 	return admitter{d: d, guard: guard, local: local, homes: homes}
 }
