@@ -262,4 +262,37 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a window refusal gives back what the pumping groups counted", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, nil)
+		floor := pumping.DefaultFloors()[pumping.RuleRange100]
+		send := func(i int, ip string) otp.Admitted {
+			t.Helper()
+			out, err := r.admitter.Admit(ctx, clusterAdmission(t, fmt.Sprintf("q%d", i), fmt.Sprintf("+4474008000%02d", i), ip, 10, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if out := send(0, "192.0.2.1"); !accepted(out) {
+			t.Fatalf("first: %+v", out)
+		}
+		// The address's window is full: each of these is refused there,
+		// while its destination group counted the range on another slot.
+		for i := 1; i <= 2*floor; i++ {
+			if out := send(i, "192.0.2.1"); out.Decision.Allowed || out.Decision.Tightest.Scope != "ip" {
+				t.Fatalf("send %d: %+v; want refused by the address's window", i, out.Decision)
+			}
+		}
+		// The range's budget still holds only the first send: fresh
+		// addresses fill it to its floor, then it refuses.
+		for i := 1; i < floor; i++ {
+			if out := send(20+i, fmt.Sprintf("%d.0.2.1", 30+i)); !accepted(out) {
+				t.Fatalf("send %d of the range: %+v, %+v; the refused sends kept their counts", i+1, out.Decision, out.Pumping.Refused)
+			}
+		}
+		if out := send(40, "60.0.2.1"); out.Pumping.Refused == nil || out.Pumping.Refused.Rule != pumping.RuleRange100 {
+			t.Fatalf("over the range's floor: %+v; want refused by %s", out.Pumping.Refused, pumping.RuleRange100)
+		}
+	})
 }
