@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"smsgw/otp"
@@ -50,31 +51,57 @@ func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, home
 }
 
 // route finds where the send's parts live: with ok, all here (home.store
-// nil) or the number's at one remote home.
-func (a admitter) route(adm otp.Admission) (local []otp.Subject, home part, ok bool) {
+// nil) or the number's at one remote home; while the number's country is
+// being moved, prev is its previous home's part when that is another
+// region (its windows only: the code, the scope and the pumping record live
+// in the new home). A previous home here rides in local.
+func (a admitter) route(adm otp.Admission) (local []otp.Subject, home, prev part, ok bool) {
+	e164 := adm.Phone.E164
+	moving := a.d.previousOfNumber(e164)
 	for _, s := range adm.Subjects {
-		if s.Country != "" && a.d.previous(s.Country) != nil {
-			return nil, part{}, false // being moved: decided in both homes
+		if p := a.d.previous(s.Country); s.Country != "" && p != nil && p != moving {
+			return nil, part{}, part{}, false
 		}
 	}
+	want := a.d.homeOfNumber(e164)
+	if a.d.home(adm.Phone.Country()) != want {
+		return nil, part{}, part{}, false
+	}
 	local, remotes := limiter{a.d}.split(adm.Subjects, true)
-	if len(remotes) > 1 || a.d.previousOfNumber(adm.Phone.E164) != nil {
-		return nil, part{}, false
+	for _, r := range remotes {
+		switch r.store {
+		case want:
+			home = r
+		case moving:
+			prev = r
+		default:
+			return nil, part{}, part{}, false
+		}
 	}
-	want := a.d.local
-	if len(remotes) == 1 {
-		home, want = remotes[0], remotes[0].store
-	}
-	// The code, the scope and the pumping record must live there too.
-	return local, home, a.d.homeOfNumber(adm.Phone.E164) == want && a.d.home(adm.Phone.Country()) == want
+	// The code, the scope and the pumping record must live at home too.
+	return local, home, prev, (want == a.d.local) == (home.store == nil)
+}
+
+// undoer is a composed admitter that can take an admission back.
+type undoer interface {
+	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
 func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	local, home, ok := a.route(adm)
+	local, home, prev, ok := a.route(adm)
+	if ok && prev.store != nil && adm.Scope != "" {
+		// A claim taken with the first try would block the one in turn.
+		ok = false
+	}
 	switch {
-	case ok && home.store == nil && a.local != nil:
+	case ok && home.store == nil && a.local != nil && prev.store == nil:
 		return a.local.Admit(ctx, adm) // one primary here: one call, as in one region
+	case ok && home.store == nil && a.local != nil:
+		if u, can := a.local.(undoer); can {
+			return a.moving(ctx, adm, prev, a.local.Admit, u)
+		}
+		return out, otp.ErrAdmitInTurn
 	case !ok || home.store == nil || a.homes[home.store.Name] == nil:
 		return out, otp.ErrAdmitInTurn
 	}
@@ -118,7 +145,9 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 	}
 	homeAdm := adm
 	homeAdm.Subjects = home.subjects
-	got, err := ha.AdmitDecided(ctx, homeAdm, decision)
+	got, err := a.moving(ctx, homeAdm, prev, func(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+		return ha.AdmitDecided(ctx, adm, decision)
+	}, ha)
 	decision.Abandon(ctx) // unless read: the script stopped before it
 	if err != nil {
 		release()
@@ -144,5 +173,56 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		}
 	}
 	got.Decision = merged(dl, got.Decision, len(local) > 0, adm.Subjects)
+	return got, nil
+}
+
+// moving runs admit, and while the number's country is being moved decides
+// its windows in the previous home at the same time (prev.store non-nil),
+// for good: the send is admitted only when both admit, and what one
+// counted is taken back when the other refuses or fails. One round trip
+// of latency, as over a Cluster's slots; no window holds more than its max
+// in either home. A previous home out of reach hands the send to the path
+// asked in turn (its fallback), holding nothing.
+func (a admitter) moving(ctx context.Context, adm otp.Admission, prev part,
+	admit func(context.Context, otp.Admission) (otp.Admitted, error), u undoer) (otp.Admitted, error) {
+	if prev.store == nil {
+		return admit(ctx, adm)
+	}
+	var (
+		got     otp.Admitted
+		err     error
+		dp      otp.Decision
+		perr    error
+		wg      sync.WaitGroup
+		subject = adm.Subjects
+	)
+	wg.Go(func() { got, err = admit(ctx, adm) })
+	dp, perr = prev.store.Limiter.Allow(ctx, adm.Ticket, prev.subjects)
+	wg.Wait()
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	whole := err == nil && got.Claim == otp.Claimed && got.Limited && got.Decision.Allowed && got.Pumping.Refused == nil && got.Issued
+	if perr == nil && dp.Allowed && !whole {
+		if rerr := prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects); rerr != nil {
+			a.d.o.Log.WarnContext(ctx, "previous home's windows not refunded; the quota stays used", "home", prev.store.Name, "err", rerr)
+		}
+	}
+	if err != nil || !whole {
+		return got, err
+	}
+	if perr != nil || !dp.Allowed {
+		if uerr := u.Undo(uctx, adm, got); uerr != nil {
+			a.d.o.Log.WarnContext(ctx, "taking a send back from its new home failed; the quota stays used", "err", uerr)
+		}
+		if perr != nil {
+			if a.d.fallsBack(prev.store, perr) {
+				return otp.Admitted{Claim: otp.Claimed}, otp.ErrAdmitInTurn
+			}
+			return otp.Admitted{Claim: otp.Claimed}, perr
+		}
+		dp.Policies = ratelimit.PoliciesOf(subject)
+		return otp.Admitted{Claim: got.Claim, Decision: dp, Limited: true}, nil
+	}
+	got.Decision = merged(dp, got.Decision, true, nil)
 	return got, nil
 }
