@@ -31,9 +31,11 @@ type HomeAdmitter interface {
 // the number's windows and the destination's pumping group and issues the
 // code; then the local reservation is committed, or released. A send whose
 // parts all live here is the single region's one call (one per slot on a
-// Cluster). Every other send (a country being moved, a home out of reach
-// with a fallback allowed, a caller signal this region does not know) is
-// asked in turn, as before (otp.ErrAdmitInTurn).
+// Cluster). While the number's country is being moved, the previous
+// home's windows are decided at the same time (see moving). Every other
+// send (a home out of reach with a fallback allowed, a caller signal this
+// region does not know, a send with an Idempotency-Key while its country
+// is being moved) is asked in turn, as before (otp.ErrAdmitInTurn).
 type admitter struct {
 	d     *Deployment
 	guard *pumping.Guard
@@ -169,7 +171,11 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 			release()
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return got, errors.Join(err, ha.Undo(uctx, homeAdm, got))
+			errs := []error{err, ha.Undo(uctx, homeAdm, got)}
+			if prev.store != nil {
+				errs = append(errs, prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects))
+			}
+			return got, errors.Join(errs...)
 		}
 	}
 	got.Decision = merged(dl, got.Decision, len(local) > 0, adm.Subjects)
