@@ -296,3 +296,60 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkClusterSend admits fresh sends (a new number and address each)
+// on a 3-master Cluster, asked part by part as the flow did (the windows'
+// reserve and commit, the pumping groups, the code) and as one composed
+// call per slot, all at once.
+//
+//	go test -run '^$' -bench ClusterSend -benchtime 3s ./sendscript
+func BenchmarkClusterSend(b *testing.B) {
+	c := redistopo.StartCluster(b, 3)
+	rdb := c.Client()
+	ctx := context.Background()
+	for _, mode := range []string{"part by part", "one call per slot"} {
+		b.Run(mode, func(b *testing.B) {
+			prefix := "b:" + testenv.Unique() + ":"
+			r := newClusterReplica(b, rdb, prefix, func(c *pumping.Config) { c.Mode = pumping.ModeShadow })
+			codes := codestore.New(rdb, prefix, r.calls)
+			var n atomic.Int64
+			send := func() error {
+				i := n.Add(1)
+				a := clusterAdmission(b, fmt.Sprintf("b%d", i), fmt.Sprintf("+4474%08d", i%100_000_000), fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), 5, 5)
+				if mode == "one call per slot" {
+					out, err := r.admitter.Admit(ctx, a)
+					if err == nil && !accepted(out) {
+						err = fmt.Errorf("not accepted: %+v", out)
+					}
+					return err
+				}
+				if d, err := r.limiter.Allow(ctx, a.Ticket, a.Subjects); err != nil || !d.Allowed {
+					return fmt.Errorf("windows: %+v, %v", d, err)
+				}
+				if res, err := r.guard.Reserve(ctx, a.Phone, a.ClientIP, false); err != nil || res.Refused != nil {
+					return fmt.Errorf("pumping: %+v, %v", res.Refused, err)
+				}
+				_, err := codes.Issue(ctx, a.Phone.E164, a.Code, a.CodeTTL)
+				return err
+			}
+			for range 50 { // scripts loaded on every shard
+				if err := send(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := r.calls.calls.Load()
+			b.SetParallelism(12) // 24 callers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := send(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sends/s")
+			b.ReportMetric(float64(r.calls.calls.Load()-before)/float64(b.N), "calls/send")
+		})
+	}
+}
