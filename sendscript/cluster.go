@@ -32,13 +32,12 @@ import (
 // and a replica dying before its release leaves that quota used (a refusal
 // too early, never an admission too many), as a failed refund does.
 //
-// Two parts keep an order: an idempotency claim, when the send has a key,
-// is its own call first (a duplicate in flight must not count anything, or
-// it could take the quota of the request it duplicates); and a code is
-// issued in the same round as the decisions, so a send refused elsewhere
-// leaves a new code pending untexted (the next admitted send texts it)
-// or renews a pending code's expiry, never deletes one another send may
-// have texted.
+// The idempotency claim, when the send has a key, is its own call first: a
+// duplicate in flight must not count anything, or it could take the quota
+// of the request it duplicates. The code is issued in the same round as the
+// decisions, so a send refused on another slot leaves a new code pending
+// untexted (the next admitted send texts it) or renews a pending code's
+// expiry; it never deletes one, which another send may have texted.
 type ClusterAdmitter struct {
 	scripts     Scripts
 	script      *redis.Script
@@ -66,7 +65,12 @@ func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guar
 // restricted country asking again for the caller's signal does not stop
 // the slot's other parts.
 func composeCluster() string {
-	return strings.Replace(compose(), "if out[3][1] == 0 or out[3][1] == 3 then", "if out[3][1] == 0 then", 1)
+	const stop = "if out[3][1] == 0 or out[3][1] == 3 then"
+	src := compose()
+	if !strings.Contains(src, stop) {
+		panic("sendscript: the orchestrator's pumping stop changed; update composeCluster")
+	}
+	return strings.Replace(src, stop, "if out[3][1] == 0 then", 1)
 }
 
 // pumpingPart is a send's pumping decision as calls to run in the slots'
