@@ -32,12 +32,19 @@ func admitterOf(t *testing.T, d *Deployment) otp.SendAdmitter {
 // admitterWith is admitterOf with the pumping rules in mode.
 func admitterWith(t *testing.T, d *Deployment, mode string) otp.SendAdmitter {
 	t.Helper()
+	return admitterConfig(t, d, func(c *pumping.Config) { c.Mode = mode })
+}
+
+// admitterConfig is admitterOf with the pumping configuration edit leaves.
+func admitterConfig(t *testing.T, d *Deployment, edit func(*pumping.Config)) otp.SendAdmitter {
+	t.Helper()
 	cfg := pumping.DefaultConfig()
-	cfg.Mode = mode
+	edit(&cfg)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	guard := pumping.New(d.local.Redis, prefix, cfg, pumping.Options{Scripts: d.local.Scripts,
+	_, onCluster := d.local.Redis.(*redis.ClusterClient)
+	guard := pumping.New(d.local.Redis, prefix, cfg, pumping.Options{Scripts: d.local.Scripts, Cluster: onCluster,
 		Home: func(country string) pumping.Scripts { return d.HomeScripts(country) }})
 	composed := func(s *Store) interface {
 		otp.SendAdmitter
@@ -225,11 +232,19 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 		})
 	}
 	// The shards the composed calls touch, warmed: a first call to a shard
-	// loads the script there (NOSCRIPT, then the script).
-	for i := range 10 {
-		if _, err := a.Admit(ctx, admission(t, fmt.Sprintf("+3361235%04d", i), "FR", fmt.Sprintf("192.0.2.%d", 100+i), 3, 1000)); err != nil {
-			t.Fatal(err)
+	// loads the script there (NOSCRIPT, then the script), and a new
+	// connection's handshake is a round trip of its own: sends at once
+	// open the few a send's parallel calls use.
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if _, err := a.Admit(ctx, admission(t, fmt.Sprintf("+3361235%d%03d", round, i), "FR", fmt.Sprintf("192.0.2.%d", 100+i), 3, 1000)); err != nil {
+					t.Error(err)
+				}
+			})
 		}
+		wg.Wait()
 	}
 
 	t.Run("one round trip to the home", func(t *testing.T) {
@@ -256,6 +271,18 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 			t.Fatalf("median send %s; want one round trip (%s) and under two", m, 2*oneWay)
 		}
 		t.Logf("sends to a Cluster home: %v (a round trip is %s)", took, 2*oneWay)
+	})
+
+	t.Run("from the Cluster, with a spend ceiling, to a home on one primary", func(t *testing.T) {
+		spending := admitterConfig(t, deploy(homes, 0, storeOn(t, "c", clusterClient(cluster.Addrs())), store(t, "a", aToA.Addr())),
+			func(c *pumping.Config) { c.Mode, c.Spend = pumping.ModeShadow, pumping.Spend{Default: 0.05, Day: 1000} })
+		got, err := spending.Admit(ctx, admission(t, "+447400123499", "GB", "192.0.2.140", 3, 1000))
+		if err != nil && !errors.Is(err, otp.ErrAdmitInTurn) {
+			t.Fatalf("Admit: %v", err)
+		}
+		if err == nil && !admitted(got) {
+			t.Fatalf("Admit: %+v; want admitted", got)
+		}
 	})
 
 	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {

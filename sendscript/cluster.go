@@ -21,7 +21,8 @@ import (
 // ClusterAdmitter is an otp.SendAdmitter on Redis Cluster: a send's keys
 // span hash tags (the phone's windows, the address's, each pumping group's,
 // the code's), and no script can see two slots. It runs one composed
-// script per slot, every slot at once: one round trip of latency. Each
+// script per slot, every slot at once (in one pipeline, split by shard):
+// one round trip of latency. Each
 // slot's script decides its own windows (for good, not as a reservation),
 // its pumping groups and, on the code's slot, issues the code; when any
 // slot refuses, what the others counted is taken back by the release paths
@@ -224,25 +225,43 @@ func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, 
 	return groups, bySlot, nil, nil
 }
 
-// run makes every unit's call at once, each riding in its shard's pipeline.
+// allAtOnce runs several calls so that they leave in one pipeline
+// (*redisbatch.Batcher): on a Cluster, split by shard, every shard at once.
+type allAtOnce interface {
+	RunAll(ctx context.Context, calls []redisbatch.Call) []*redis.Cmd
+}
+
+// run makes every unit's call at once: in one pipeline when the scripts
+// can (a call made on its own could wait behind another's pipeline for a
+// round trip), else each from its own goroutine.
 func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
-	var wg sync.WaitGroup
-	for _, u := range units {
-		wg.Go(func() {
-			keys, args := layout(&u.parts)
-			v, err := a.scripts.Run(ctx, a.script, keys, args...).Result()
-			var notReplicated *redisbatch.NotReplicatedError
-			if err == nil || errors.As(err, &notReplicated) {
-				reply, ok := v.([]any)
-				if !ok || len(reply) != replyLen {
-					err = errors.Join(err, fmt.Errorf("unexpected reply %v", v))
-				}
-				u.reply = reply
-			}
-			u.err = err
-		})
+	calls := make([]redisbatch.Call, len(units))
+	for i, u := range units {
+		keys, args := layout(&u.parts)
+		calls[i] = redisbatch.Call{Script: a.script, Keys: keys, Args: args}
 	}
-	wg.Wait()
+	cmds := make([]*redis.Cmd, len(units))
+	if all, ok := a.scripts.(allAtOnce); ok {
+		cmds = all.RunAll(ctx, calls)
+	} else {
+		var wg sync.WaitGroup
+		for i, c := range calls {
+			wg.Go(func() { cmds[i] = a.scripts.Run(ctx, c.Script, c.Keys, c.Args...) })
+		}
+		wg.Wait()
+	}
+	for i, u := range units {
+		v, err := cmds[i].Result()
+		var notReplicated *redisbatch.NotReplicatedError
+		if err == nil || errors.As(err, &notReplicated) {
+			reply, ok := v.([]any)
+			if !ok || len(reply) != replyLen {
+				err = errors.Join(err, fmt.Errorf("unexpected reply %v", v))
+			}
+			u.reply = reply
+		}
+		u.err = err
+	}
 }
 
 // ran is a part's reply in a unit, nil when the unit stopped before it.

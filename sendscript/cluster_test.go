@@ -2,7 +2,6 @@ package sendscript
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -29,45 +28,22 @@ type clusterReplica struct {
 	calls    *countedScripts
 }
 
-// countedScripts counts the script calls a replica makes and, with a
-// barrier set, holds each call until barrier calls are in flight at once:
-// calls made one after another never meet it.
+// countedScripts counts the script calls a replica makes, and the RunAll
+// batches they came in.
 type countedScripts struct {
-	next    Scripts
-	calls   atomic.Int64
-	mu      sync.Mutex
-	barrier int
-	waiting int
-	all     chan struct{}
+	next           *redisbatch.Batcher
+	calls, batches atomic.Int64
 }
 
 func (c *countedScripts) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	c.calls.Add(1)
-	c.mu.Lock()
-	if c.barrier > 0 {
-		c.waiting++
-		if c.waiting == c.barrier {
-			close(c.all)
-		}
-		all := c.all
-		c.mu.Unlock()
-		select {
-		case <-all:
-		case <-time.After(5 * time.Second):
-			cmd := redis.NewCmd(ctx)
-			cmd.SetErr(errors.New("the calls did not run at once"))
-			return cmd
-		}
-	} else {
-		c.mu.Unlock()
-	}
 	return c.next.Run(ctx, script, keys, args...)
 }
 
-func (c *countedScripts) hold(n int) {
-	c.mu.Lock()
-	c.barrier, c.waiting, c.all = n, 0, make(chan struct{})
-	c.mu.Unlock()
+func (c *countedScripts) RunAll(ctx context.Context, calls []redisbatch.Call) []*redis.Cmd {
+	c.calls.Add(int64(len(calls)))
+	c.batches.Add(1)
+	return c.next.RunAll(ctx, calls)
 }
 
 func newClusterReplica(t testing.TB, rdb *redis.ClusterClient, prefix string, edit func(*pumping.Config)) *clusterReplica {
@@ -79,8 +55,7 @@ func newClusterReplica(t testing.TB, rdb *redis.ClusterClient, prefix string, ed
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	batch := redisbatch.New(rdb, redisbatch.Options{})
-	scripts := &countedScripts{next: batch}
+	scripts := &countedScripts{next: redisbatch.New(rdb, redisbatch.Options{})}
 	r := &clusterReplica{calls: scripts}
 	r.limiter = ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts})
 	r.guard = pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: scripts, Cluster: true})
@@ -144,21 +119,19 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 
 	t.Run("the slots are asked at once", func(t *testing.T) {
 		r := replicas[0]
-		before := r.calls.calls.Load()
+		trips := &roundTrips{}
+		rdb.AddHook(trips)
+		calls, batches := r.calls.calls.Load(), r.calls.batches.Load()
 		if out, err := r.admitter.Admit(ctx, clusterAdmission(t, "c1", "+447400200001", "198.51.100.1", 5, 5)); err != nil || !accepted(out) {
 			t.Fatalf("%+v, %v", out, err)
 		}
-		n := int(r.calls.calls.Load() - before)
-		if n < 2 {
-			t.Fatalf("%d calls: the send's keys should span slots", n)
+		n, b := r.calls.calls.Load()-calls, r.calls.batches.Load()-batches
+		if n < 2 || b != 1 {
+			t.Fatalf("%d calls in %d batches: want the send's slots (2 or more) in one", n, b)
 		}
-		// The same shape again (another phone, another address): every call
-		// must be in flight at once to pass the barrier.
-		r.calls.hold(n)
-		defer r.calls.hold(0)
-		out, err := r.admitter.Admit(ctx, clusterAdmission(t, "c2", "+447400200002", "198.51.100.2", 5, 5))
-		if err != nil || !accepted(out) {
-			t.Fatalf("%+v, %v", out, err)
+		// One pipeline, split by shard: one round trip of latency.
+		if p, cmds := trips.trips.Load(), trips.commands.Load(); p != 1 || cmds != n {
+			t.Fatalf("%d pipelines with %d commands, want 1 with %d", p, cmds, n)
 		}
 	})
 
