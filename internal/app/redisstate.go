@@ -72,9 +72,9 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// reservation and code are one script call; on Cluster its keys span
 	// slots: one composed script per slot, the slots in parallel. Across
 	// regions, a send to a number homed in another region is one script
-	// call there (one per slot, at once, on a Cluster); a country being
-	// moved, a home out of reach and an unknown caller signal are asked in
-	// turn.
+	// call there (one per slot, at once, on a Cluster), with the previous
+	// home's windows at the same time while its country moves; a home out
+	// of reach and an unknown caller signal are asked in turn.
 	var admitter otp.SendAdmitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
 		admitter = sendscript.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
