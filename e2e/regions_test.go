@@ -337,13 +337,20 @@ func TestThreeRegions(t *testing.T) {
 		if localCross != 0 || clusterLocalCross != 0 {
 			t.Fatalf("sends to numbers homed locally made %d (a) and %d (c, the Cluster) cross-region requests, want 0", localCross, clusterLocalCross)
 		}
-		// A single-primary home is one composed script call a send; a
-		// Cluster home is still asked part by part.
+		// A single-primary home is one composed script call a send. A
+		// Cluster home is one composed script per slot, the slots asked at
+		// once: a request to each shard the send's keys live on (the proxy
+		// counts one per node's connection, up to three here), all in one
+		// round trip of latency, which the median below checks (part by
+		// part it was three round trips, about 430 ms).
 		if remoteCross != 7 {
 			t.Fatalf("sends to numbers homed in b made %d cross-region requests in 7 sends, want exactly one each", remoteCross)
 		}
-		if toClusterCross < 7 {
-			t.Fatalf("sends to numbers homed in c (the Cluster) made %d cross-region requests in 7 sends, want at least one each", toClusterCross)
+		if toClusterCross < 7 || toClusterCross > 7*3 {
+			t.Fatalf("sends to numbers homed in c (the Cluster) made %d cross-region requests in 7 sends, want one to three each (one per shard)", toClusterCross)
+		}
+		if median(toCluster) >= 2*(2*oneWay) {
+			t.Fatalf("a Cluster home answered in %s: two round trips (%s) or more, want one", median(toCluster), 2*(2*oneWay))
 		}
 		if min(median(remote), median(toCluster)) < 2*oneWay {
 			t.Fatalf("a remote home answered in %s (b) and %s (c), under one round trip (%s): the proxy was bypassed", median(remote), median(toCluster), 2*oneWay)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"smsgw/otp"
 )
@@ -73,16 +74,18 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 	netid, now := networkID(ip), g.nowCtx(ctx)
 	signal := g.signalFor(d.grp, true, ip, countryOf(phone), now)
 	if len(here) > 0 {
-		c, err := g.decide(ctx, merge(here), phone, netid, d.mode, "")
+		calls, err := g.decideHere(ctx, here, phone, netid, d.mode)
 		if err != nil {
 			return Decision{}, err
 		}
-		d.here = []call{c}
-		if c.reply.signal >= 0 {
-			g.noteSignal(ip, countryOf(phone), c.reply.signal, now)
-			signal = signalArg(c.reply.signal)
+		d.here = calls
+		for _, c := range calls {
+			if c.grp.record == "" && c.reply.signal >= 0 {
+				g.noteSignal(ip, countryOf(phone), c.reply.signal, now)
+				signal = signalArg(c.reply.signal)
+			}
 		}
-		if c.reply.verdict == verdictRefused {
+		if d.RefusedHere() {
 			d.grp = group{} // refused here: nothing crosses
 			return d, nil
 		}
@@ -102,7 +105,46 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 // RefusedHere says HomeDecision refused the send from this region's own
 // groups: Read(ctx, nil) answers the refusal, and nothing needs to cross.
 func (d Decision) RefusedHere() bool {
-	return len(d.here) > 0 && d.here[0].reply.verdict == verdictRefused
+	for _, c := range d.here {
+		if c.reply.verdict == verdictRefused {
+			return true
+		}
+	}
+	return false
+}
+
+// decideHere decides this region's groups of a send homed elsewhere: one
+// call, or on Cluster one per hash tag at once (the caller's networks and
+// the spend ledger sit in different slots). A failure takes back what the
+// others counted.
+func (g *Guard) decideHere(ctx context.Context, here []group, phone otp.Phone, netid string, mode decideMode) ([]call, error) {
+	if !g.cluster || len(here) == 1 {
+		c, err := g.decide(ctx, merge(here), phone, netid, mode, "")
+		if err != nil {
+			return nil, err
+		}
+		return []call{c}, nil
+	}
+	calls, errs := make([]call, len(here)), make([]error, len(here))
+	var wg sync.WaitGroup
+	for i, grp := range here {
+		wg.Go(func() { calls[i], errs[i] = g.decide(ctx, grp, phone, netid, mode, "") })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		var counted []call
+		for i, c := range calls {
+			if errs[i] == nil && c.reply.verdict != verdictRefused {
+				counted = append(counted, c)
+			}
+		}
+		res := otp.PumpingReservation{Ticket: &reservation{phone: phone.E164, calls: counted}}
+		if rerr := g.Release(context.WithoutCancel(ctx), res); rerr != nil {
+			g.log.WarnContext(ctx, "releasing a partial pumping reservation failed", "err", rerr)
+		}
+		return nil, err
+	}
+	return calls, nil
 }
 
 // Abandon takes back what HomeDecision counted here unless Read took it

@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"smsgw/otp"
@@ -10,9 +11,11 @@ import (
 	"smsgw/ratelimit"
 )
 
-// HomeAdmitter runs, in one region's single primary, a send's parts that
-// live there as one script call (sendscript.Admitter), with the pumping
-// decision this region prepared.
+// HomeAdmitter runs, in one region's Redis, a send's parts that live there
+// as one script call (sendscript.Admitter on a single primary or Sentinel;
+// sendscript.ClusterAdmitter on a Cluster: one call per slot, the slots at
+// once, so one round trip of latency), with the pumping decision this
+// region prepared.
 type HomeAdmitter interface {
 	AdmitDecided(ctx context.Context, adm otp.Admission, d pumping.Decision) (otp.Admitted, error)
 	// Undo takes back what an admission counted and stored there, when
@@ -20,16 +23,19 @@ type HomeAdmitter interface {
 	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
-// admitter makes a send to a number homed in another region's single
-// primary cost one cross-region round trip: the local subjects (the
-// address windows, the caller's pumping groups) are reserved here first,
-// so a local refusal never crosses; then one composed script call at the
-// home claims the idempotency scope, decides the number's windows and the
-// destination's pumping group and issues the code; then the local
-// reservation is committed, or released. A send whose parts all live here
-// is the single region's one call. Every other send (a home on a Cluster,
-// a country being moved, a home out of reach with a fallback allowed) is
-// asked in turn, as before (otp.ErrAdmitInTurn).
+// admitter makes a send to a number homed in another region cost one
+// cross-region round trip: the local subjects (the address windows, the
+// caller's pumping groups) are reserved here first, so a local refusal
+// never crosses; then one composed script call at the home (on a Cluster
+// home, one per slot, all at once) claims the idempotency scope, decides
+// the number's windows and the destination's pumping group and issues the
+// code; then the local reservation is committed, or released. A send whose
+// parts all live here is the single region's one call (one per slot on a
+// Cluster). While the number's country is being moved, the previous
+// home's windows are decided at the same time (see moving). Every other
+// send (a home out of reach with a fallback allowed, a caller signal this
+// region does not know, a send with an Idempotency-Key while its country
+// is being moved) is asked in turn, as before (otp.ErrAdmitInTurn).
 type admitter struct {
 	d     *Deployment
 	guard *pumping.Guard
@@ -40,39 +46,64 @@ type admitter struct {
 var _ otp.SendAdmitter = admitter{}
 
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
-// parts all live here (nil on a Cluster); homes holds, by region name, the
-// admitter of each other region on a single primary (or Sentinel), none
-// for a Cluster.
+// parts all live here (nil: asked in turn); homes holds, by region name,
+// the admitter of each other region.
 func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter) otp.SendAdmitter {
 	return admitter{d: d, guard: guard, local: local, homes: homes}
 }
 
 // route finds where the send's parts live: with ok, all here (home.store
-// nil) or the number's at one remote home.
-func (a admitter) route(adm otp.Admission) (local []otp.Subject, home part, ok bool) {
+// nil) or the number's at one remote home; while the number's country is
+// being moved, prev is its previous home's part when that is another
+// region (its windows only: the code, the scope and the pumping record live
+// in the new home). A previous home here rides in local.
+func (a admitter) route(adm otp.Admission) (local []otp.Subject, home, prev part, ok bool) {
+	e164 := adm.Phone.E164
+	moving := a.d.previousOfNumber(e164)
 	for _, s := range adm.Subjects {
-		if s.Country != "" && a.d.previous(s.Country) != nil {
-			return nil, part{}, false // being moved: decided in both homes
+		if p := a.d.previous(s.Country); s.Country != "" && p != nil && p != moving {
+			return nil, part{}, part{}, false
 		}
 	}
+	want := a.d.homeOfNumber(e164)
+	if a.d.home(adm.Phone.Country()) != want {
+		return nil, part{}, part{}, false
+	}
 	local, remotes := limiter{a.d}.split(adm.Subjects, true)
-	if len(remotes) > 1 || a.d.previousOfNumber(adm.Phone.E164) != nil {
-		return nil, part{}, false
+	for _, r := range remotes {
+		switch r.store {
+		case want:
+			home = r
+		case moving:
+			prev = r
+		default:
+			return nil, part{}, part{}, false
+		}
 	}
-	want := a.d.local
-	if len(remotes) == 1 {
-		home, want = remotes[0], remotes[0].store
-	}
-	// The code, the scope and the pumping record must live there too.
-	return local, home, a.d.homeOfNumber(adm.Phone.E164) == want && a.d.home(adm.Phone.Country()) == want
+	// The code, the scope and the pumping record must live at home too.
+	return local, home, prev, (want == a.d.local) == (home.store == nil)
+}
+
+// undoer is a composed admitter that can take an admission back.
+type undoer interface {
+	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
 func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	local, home, ok := a.route(adm)
+	local, home, prev, ok := a.route(adm)
+	if ok && prev.store != nil && adm.Scope != "" {
+		// A claim taken with the first try would block the one in turn.
+		ok = false
+	}
 	switch {
-	case ok && home.store == nil && a.local != nil:
+	case ok && home.store == nil && a.local != nil && prev.store == nil:
 		return a.local.Admit(ctx, adm) // one primary here: one call, as in one region
+	case ok && home.store == nil && a.local != nil:
+		if u, can := a.local.(undoer); can {
+			return a.moving(ctx, adm, prev, a.local.Admit, u)
+		}
+		return out, otp.ErrAdmitInTurn
 	case !ok || home.store == nil || a.homes[home.store.Name] == nil:
 		return out, otp.ErrAdmitInTurn
 	}
@@ -116,7 +147,9 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 	}
 	homeAdm := adm
 	homeAdm.Subjects = home.subjects
-	got, err := ha.AdmitDecided(ctx, homeAdm, decision)
+	got, err := a.moving(ctx, homeAdm, prev, func(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+		return ha.AdmitDecided(ctx, adm, decision)
+	}, ha)
 	decision.Abandon(ctx) // unless read: the script stopped before it
 	if err != nil {
 		release()
@@ -138,9 +171,64 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 			release()
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return got, errors.Join(err, ha.Undo(uctx, homeAdm, got))
+			errs := []error{err, ha.Undo(uctx, homeAdm, got)}
+			if prev.store != nil {
+				errs = append(errs, prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects))
+			}
+			return got, errors.Join(errs...)
 		}
 	}
 	got.Decision = merged(dl, got.Decision, len(local) > 0, adm.Subjects)
+	return got, nil
+}
+
+// moving runs admit, and while the number's country is being moved decides
+// its windows in the previous home at the same time (prev.store non-nil),
+// for good: the send is admitted only when both admit, and what one
+// counted is taken back when the other refuses or fails. One round trip
+// of latency, as over a Cluster's slots; no window holds more than its max
+// in either home. A previous home out of reach hands the send to the path
+// asked in turn (its fallback), holding nothing.
+func (a admitter) moving(ctx context.Context, adm otp.Admission, prev part,
+	admit func(context.Context, otp.Admission) (otp.Admitted, error), u undoer) (otp.Admitted, error) {
+	if prev.store == nil {
+		return admit(ctx, adm)
+	}
+	var (
+		got     otp.Admitted
+		err     error
+		dp      otp.Decision
+		perr    error
+		wg      sync.WaitGroup
+		subject = adm.Subjects
+	)
+	wg.Go(func() { got, err = admit(ctx, adm) })
+	dp, perr = prev.store.Limiter.Allow(ctx, adm.Ticket, prev.subjects)
+	wg.Wait()
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	whole := err == nil && got.Claim == otp.Claimed && got.Limited && got.Decision.Allowed && got.Pumping.Refused == nil && got.Issued
+	if perr == nil && dp.Allowed && !whole {
+		if rerr := prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects); rerr != nil {
+			a.d.o.Log.WarnContext(ctx, "previous home's windows not refunded; the quota stays used", "home", prev.store.Name, "err", rerr)
+		}
+	}
+	if err != nil || !whole {
+		return got, err
+	}
+	if perr != nil || !dp.Allowed {
+		if uerr := u.Undo(uctx, adm, got); uerr != nil {
+			a.d.o.Log.WarnContext(ctx, "taking a send back from its new home failed; the quota stays used", "err", uerr)
+		}
+		if perr != nil {
+			if a.d.fallsBack(prev.store, perr) {
+				return otp.Admitted{Claim: otp.Claimed}, otp.ErrAdmitInTurn
+			}
+			return otp.Admitted{Claim: otp.Claimed}, perr
+		}
+		dp.Policies = ratelimit.PoliciesOf(subject)
+		return otp.Admitted{Claim: got.Claim, Decision: dp, Limited: true}, nil
+	}
+	got.Decision = merged(dp, got.Decision, true, nil)
 	return got, nil
 }

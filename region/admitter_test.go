@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"smsgw/codestore"
+	"smsgw/internal/redistopo"
+	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/pumping"
 	"smsgw/sendscript"
@@ -27,14 +32,27 @@ func admitterOf(t *testing.T, d *Deployment) otp.SendAdmitter {
 // admitterWith is admitterOf with the pumping rules in mode.
 func admitterWith(t *testing.T, d *Deployment, mode string) otp.SendAdmitter {
 	t.Helper()
+	return admitterConfig(t, d, func(c *pumping.Config) { c.Mode = mode })
+}
+
+// admitterConfig is admitterOf with the pumping configuration edit leaves.
+func admitterConfig(t *testing.T, d *Deployment, edit func(*pumping.Config)) otp.SendAdmitter {
+	t.Helper()
 	cfg := pumping.DefaultConfig()
-	cfg.Mode = mode
+	edit(&cfg)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	guard := pumping.New(d.local.Redis, prefix, cfg, pumping.Options{Scripts: d.local.Scripts,
+	_, onCluster := d.local.Redis.(*redis.ClusterClient)
+	guard := pumping.New(d.local.Redis, prefix, cfg, pumping.Options{Scripts: d.local.Scripts, Cluster: onCluster,
 		Home: func(country string) pumping.Scripts { return d.HomeScripts(country) }})
-	composed := func(s *Store) *sendscript.Admitter {
+	composed := func(s *Store) interface {
+		otp.SendAdmitter
+		HomeAdmitter
+	} {
+		if _, ok := s.Redis.(*redis.ClusterClient); ok {
+			return sendscript.NewCluster(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency), nil)
+		}
 		return sendscript.New(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency))
 	}
 	homes := map[string]HomeAdmitter{}
@@ -185,4 +203,114 @@ func TestAdmitterPumpingRefusalHoldsNothing(t *testing.T) {
 		return
 	}
 	t.Fatalf("%d sends from one address to fresh numbers were never refused", sent)
+}
+
+// A number homed on another region's Redis Cluster costs one cross-region
+// round trip: the home's slots are asked at once, one composed script each.
+// Races from both regions admit exactly the limit.
+func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
+	ctx := context.Background()
+	const oneWay = 100 * time.Millisecond
+	cluster := redistopo.StartCluster(t, 3)
+	link := redistopo.NewClusterLink(t, cluster, oneWay)
+	clusterClient := func(addrs []string) redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 3 * time.Second})
+	}
+	ra := redistopo.StartSingle(t)
+	aToA := testenv.NewDelayProxy(t, ra.Addr, oneWay)
+	homes := NewHomes(1, "a", map[string]string{"FR": "c"}, nil)
+	a := admitterOf(t, deploy(homes, 0, store(t, "a", ra.Addr), storeOn(t, "c", clusterClient(link.Addrs()))))
+	c := admitterOf(t, deploy(homes, 0, storeOn(t, "c", clusterClient(cluster.Addrs())), store(t, "a", aToA.Addr())))
+	// The first sends learn the slots and load the script on every shard.
+	for i, from := range []otp.SendAdmitter{a, c} {
+		testenv.WaitUntil(t, 30*time.Second, "a first send", func() error {
+			got, err := from.Admit(ctx, admission(t, fmt.Sprintf("+3361234%04d", 9990+i), "FR", "192.0.2.99", 3, 1000))
+			if err == nil && !admitted(got) {
+				err = fmt.Errorf("not admitted: %+v", got)
+			}
+			return err
+		})
+	}
+	// The shards the composed calls touch, warmed: a first call to a shard
+	// loads the script there (NOSCRIPT, then the script), and a new
+	// connection's handshake is a round trip of its own: sends at once
+	// open the few a send's parallel calls use.
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if _, err := a.Admit(ctx, admission(t, fmt.Sprintf("+3361235%d%03d", round, i), "FR", fmt.Sprintf("192.0.2.%d", 100+i), 3, 1000)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	t.Run("one round trip to the home", func(t *testing.T) {
+		var took []time.Duration
+		for i := range 5 {
+			raw := fmt.Sprintf("+3361236%04d", i)
+			before := link.Requests()
+			start := time.Now()
+			got, err := a.Admit(ctx, admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 120+i), 3, 1000))
+			took = append(took, time.Since(start))
+			if err != nil || !admitted(got) {
+				t.Fatalf("Admit: %+v, %v; want admitted", got, err)
+			}
+			if n := link.Requests() - before; n < 1 || n > 3 {
+				t.Fatalf("the send made %d requests to its home's shards, want 1 to 3 (one per shard at most)", n)
+			}
+			if n, err := cluster.Client().Exists(ctx, prefix+"otp:"+raw).Result(); err != nil || n != 1 {
+				t.Fatalf("no code pending in the home region (%d, %v)", n, err)
+			}
+		}
+		slices.Sort(took)
+		// One round trip is 2*oneWay; part by part it was three.
+		if m := took[len(took)/2]; m < 2*oneWay || m >= 4*oneWay {
+			t.Fatalf("median send %s; want one round trip (%s) and under two", m, 2*oneWay)
+		}
+		t.Logf("sends to a Cluster home: %v (a round trip is %s)", took, 2*oneWay)
+	})
+
+	t.Run("from the Cluster, with a spend ceiling, to a home on one primary", func(t *testing.T) {
+		spending := admitterConfig(t, deploy(homes, 0, storeOn(t, "c", clusterClient(cluster.Addrs())), store(t, "a", aToA.Addr())),
+			func(c *pumping.Config) { c.Mode, c.Spend = pumping.ModeShadow, pumping.Spend{Default: 0.05, Day: 1000} })
+		got, err := spending.Admit(ctx, admission(t, "+447400123499", "GB", "192.0.2.140", 3, 1000))
+		if err != nil && !errors.Is(err, otp.ErrAdmitInTurn) {
+			t.Fatalf("Admit: %v", err)
+		}
+		if err == nil && !admitted(got) {
+			t.Fatalf("Admit: %+v; want admitted", got)
+		}
+	})
+
+	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
+		const limit = 3
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 30 {
+			from := a
+			if i%2 == 1 {
+				from = c
+			}
+			wg.Go(func() {
+				got, err := from.Admit(ctx, admission(t, "+33612370001", "FR", fmt.Sprintf("192.0.2.%d", 150+i), limit, 1000))
+				if err != nil {
+					t.Error(err)
+				}
+				if admitted(got) {
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n.Load() != limit {
+			t.Fatalf("admitted %d, want exactly %d", n.Load(), limit)
+		}
+		n2, err := cluster.Client().ZCard(ctx, prefix+"rl:{send:phone:+33612370001}").Result()
+		if err != nil || n2 != limit {
+			t.Fatalf("the number's window at home holds %d (%v), want %d", n2, err, limit)
+		}
+	})
 }

@@ -2,6 +2,9 @@ package region
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +144,73 @@ func TestCodesDuringAMoveWithTheNewHomeCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While GB moves from a to b, a send is one round trip from every region:
+// the new home's composed call and the previous home's windows at once.
+// Races from the three regions (a: previous home, b: new home, c: neither)
+// admit exactly the limit, and both homes' windows hold every admission.
+func TestAdmitterDuringAMove(t *testing.T) {
+	ctx := context.Background()
+	const limit = 3
+	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
+	m := newMesh(t, 0, map[string]Homes{"a": moving, "b": moving, "c": moving})
+	admitters := map[string]otp.SendAdmitter{}
+	for _, n := range meshNames {
+		admitters[n] = admitterOf(t, m.regions[n])
+	}
+	// The first sends load the scripts in each region.
+	for i, n := range meshNames {
+		if got, err := admitters[n].Admit(ctx, admission(t, fmt.Sprintf("+44740012%04d", 9000+i), "GB", "192.0.2.200", limit, 1000)); err != nil || !admitted(got) {
+			t.Fatalf("first send through %s: %+v, %v", n, got, err)
+		}
+	}
+
+	t.Run("one request to each home, at once", func(t *testing.T) {
+		before := map[string]int64{"c->a": m.links["c->a"].Requests(), "c->b": m.links["c->b"].Requests()}
+		got, err := admitters["c"].Admit(ctx, admission(t, "+447400128001", "GB", "192.0.2.201", limit, 1000))
+		if err != nil || !admitted(got) {
+			t.Fatalf("Admit: %+v, %v", got, err)
+		}
+		for l, n := range before {
+			if d := m.links[l].Requests() - n; d != 1 {
+				t.Fatalf("%s carried %d requests for the send, want 1", l, d)
+			}
+		}
+	})
+
+	t.Run("races from the three regions never admit over the limit", func(t *testing.T) {
+		// Two homes hold the same window during a move, so two racing sends
+		// can each be refused by the other's count in one of them: a race
+		// may admit fewer than the limit (asked in turn too: 0-2 of 3 in
+		// five rounds), never more, and refunds leave each home's window
+		// holding exactly the admitted sends.
+		for round := range 5 {
+			phone := fmt.Sprintf("+44740012810%d", round)
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			for i := range 30 {
+				wg.Go(func() {
+					got, err := admitters[meshNames[i%3]].Admit(ctx, admission(t, phone, "GB", fmt.Sprintf("192.0.2.%d", 10+i), limit, 1000))
+					if err != nil {
+						t.Error(err)
+					}
+					if admitted(got) {
+						n.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("round %d: admitted %d of a limit of %d", round, n.Load(), limit)
+			if n.Load() > limit {
+				t.Fatalf("admitted %d, over the limit of %d", n.Load(), limit)
+			}
+			for _, home := range []string{"a", "b"} {
+				ws, err := m.regions[home].local.Limiter.Status(ctx, subjects(phone, "GB", "192.0.2.1", limit, 1000)[:1])
+				if err != nil || ws[0].Used != int(n.Load()) {
+					t.Fatalf("home %s's window: %+v, %v; want the %d admitted", home, ws, err, n.Load())
+				}
+			}
+		}
+	})
 }

@@ -145,13 +145,17 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 // Undo takes back what an admission counted and stored (the claim is the
 // caller's to settle), within ctx: the caller bounds it.
 func (a *Admitter) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
+	return undo(ctx, a.limiter, a.guard, a.codes, adm, out)
+}
+
+func undo(ctx context.Context, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, adm otp.Admission, out otp.Admitted) error {
 	var errs []error
 	if out.Limited && out.Decision.Allowed && len(adm.Subjects) > 0 {
-		errs = append(errs, a.limiter.Refund(ctx, adm.Ticket, adm.Subjects))
+		errs = append(errs, limiter.Refund(ctx, adm.Ticket, adm.Subjects))
 	}
-	errs = append(errs, a.guard.Release(ctx, out.Pumping))
+	errs = append(errs, guard.Release(ctx, out.Pumping))
 	if out.Issued && out.Pending == nil {
-		errs = append(errs, a.codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
+		errs = append(errs, codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
 	}
 	return errors.Join(errs...)
 }

@@ -7,8 +7,9 @@
 // Each part keeps its own script, protocol and Go side (the packages
 // codestore, ratelimit and pumping build its keys and arguments and read its
 // reply); this package only lays the calls out and composes the sources,
-// once at start, so a change to a part's script flows in. Redis Cluster and
-// several regions keep asking each part in turn (a send's keys span slots).
+// once at start, so a change to a part's script flows in. On Redis Cluster
+// a send's keys span slots: ClusterAdmitter runs the composed script once
+// per slot, every slot at once (cluster.go).
 package sendscript
 
 import (

@@ -23,8 +23,7 @@ type redisState struct {
 	codes       region.CodeStore
 	idempotency otp.IdempotencyStore
 	guard       *pumping.Guard
-	// admitter is nil where a send's keys span slots or regions.
-	admitter otp.SendAdmitter
+	admitter    otp.SendAdmitter
 }
 
 func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logger, reg *prometheus.Registry) (redisState, error) {
@@ -71,17 +70,23 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	a.Guard = guard
 	// On one primary (or through Sentinel) a send's claim, windows, pumping
 	// reservation and code are one script call; on Cluster its keys span
-	// slots, and each part is asked in turn. Across regions, a send to a
-	// number homed on another region's single primary is one script call
-	// there; the others are asked in turn.
-	var admitter otp.SendAdmitter
-	if !onCluster {
-		admitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	// slots: one composed script per slot, the slots in parallel. Across
+	// regions, a send to a number homed in another region is one script
+	// call there (one per slot, at once, on a Cluster), with the previous
+	// home's windows at the same time while its country moves; a home out
+	// of reach and an unknown caller signal are asked in turn.
+	var admitter otp.SendAdmitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	if onCluster {
+		admitter = sendscript.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
 	}
 	if dep != nil {
 		byName := map[string]region.HomeAdmitter{}
 		for _, h := range homes {
-			byName[h.name] = sendscript.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
+			if h.cluster {
+				byName[h.name] = sendscript.NewCluster(h.scripts, h.limiter, guard, h.codes, h.idempotency, log)
+			} else {
+				byName[h.name] = sendscript.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
+			}
 		}
 		admitter = dep.Admitter(guard, admitter, byName)
 	}

@@ -133,14 +133,15 @@ func countryTable(key string, table map[string]string, known func(string) bool) 
 	return out, nil
 }
 
-// homeParts are another region's parts a composed send script needs (none
-// on a Cluster: a send's keys span slots there).
+// homeParts are another region's parts a composed send script needs
+// (cluster: one script per slot there).
 type homeParts struct {
 	name        string
 	scripts     *redisbatch.Batcher
 	limiter     *ratelimit.Limiter
 	codes       *codestore.Store
 	idempotency *codestore.Idempotency
+	cluster     bool
 }
 
 // regions builds the deployment over every region's Redis when [region]
@@ -171,9 +172,8 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		codes, idempotency := codestore.New(rdb, r.KeyPrefix, scripts), codestore.NewIdempotency(rdb, r.KeyPrefix)
 		remote = append(remote, region.Store{Name: name, Redis: rdb, Scripts: scripts, Limiter: limiter,
 			Codes: codes, Idempotency: idempotency})
-		if _, cluster := rdb.(*redis.ClusterClient); !cluster {
-			homes = append(homes, homeParts{name, scripts, limiter, codes, idempotency})
-		}
+		_, cluster := rdb.(*redis.ClusterClient)
+		homes = append(homes, homeParts{name, scripts, limiter, codes, idempotency, cluster})
 	}
 	dep := region.New(region.Options{
 		Homes:    region.NewHomes(rc.HomesVersion, rc.DefaultHome, rc.Homes, rc.PreviousHomes),

@@ -99,24 +99,52 @@ type call struct {
 // given up later may still run, and its caller, having got an error, must
 // assume its effects may have happened.
 func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return b.RunAll(ctx, []Call{{script, keys, args}})[0]
+}
+
+// Call is one script call of RunAll.
+type Call struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+}
+
+// RunAll runs the calls as Run does, and at once: they join the queue
+// together, so they leave in one pipeline (on a Cluster, split by shard and
+// sent to every shard at once), never one waiting behind another's.
+func (b *Batcher) RunAll(ctx context.Context, calls []Call) []*redis.Cmd {
 	deadline := time.Now().Add(b.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c := &call{script: script, keys: keys, args: args, deadline: deadline, done: make(chan struct{})}
+	cs := make([]*call, len(calls))
+	for i, c := range calls {
+		cs[i] = &call{script: c.Script, keys: c.Keys, args: c.Args, deadline: deadline, done: make(chan struct{})}
+	}
+	cmds := make([]*redis.Cmd, len(calls))
 	b.mu.Lock()
 	if b.stopped && b.running == 0 {
 		b.mu.Unlock()
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ErrStopped)
-		return cmd
+		for i := range cmds {
+			cmds[i] = redis.NewCmd(ctx)
+			cmds[i].SetErr(ErrStopped)
+		}
+		return cmds
 	}
-	b.queue = append(b.queue, c)
+	b.queue = append(b.queue, cs...)
 	if b.running < b.slots && !b.stopped {
 		b.running++
 		go b.drain()
 	}
 	b.mu.Unlock()
+	for i, c := range cs {
+		cmds[i] = b.wait(ctx, c, deadline)
+	}
+	return cmds
+}
+
+// wait waits for c's answer, for ctx, or for its deadline.
+func (b *Batcher) wait(ctx context.Context, c *call, deadline time.Time) *redis.Cmd {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var err error

@@ -1,0 +1,436 @@
+package sendscript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/codestore"
+	"smsgw/internal/redisbatch"
+	"smsgw/otp"
+	"smsgw/pumping"
+	"smsgw/ratelimit"
+)
+
+// ClusterAdmitter is an otp.SendAdmitter on Redis Cluster: a send's keys
+// span hash tags (the phone's windows, the address's, each pumping group's,
+// the code's), and no script can see two slots. It runs one composed
+// script per slot, every slot at once (in one pipeline, split by shard):
+// one round trip of latency. Each
+// slot's script decides its own windows (for good, not as a reservation),
+// its pumping groups and, on the code's slot, issues the code; when any
+// slot refuses, what the others counted is taken back by the release paths
+// the parts already have (Limiter.Refund, Guard.Release).
+//
+// No window ever holds more than its max, so nothing is admitted over a
+// limit; a send refused on one slot may for a moment hold quota on another,
+// and a replica dying before its release leaves that quota used (a refusal
+// too early, never an admission too many), as a failed refund does.
+//
+// The idempotency claim, when the send has a key, is its own call first: a
+// duplicate in flight must not count anything, or it could take the quota
+// of the request it duplicates. The code is issued in the same round as the
+// decisions, so a send refused on another slot leaves a new code pending
+// untexted (the next admitted send texts it) or renews a pending code's
+// expiry; it never deletes one, which another send may have texted.
+type ClusterAdmitter struct {
+	scripts     Scripts
+	script      *redis.Script
+	limiter     *ratelimit.Limiter
+	guard       *pumping.Guard
+	codes       *codestore.Store
+	idempotency *codestore.Idempotency
+	log         *slog.Logger
+}
+
+var _ otp.SendAdmitter = (*ClusterAdmitter)(nil)
+
+// NewCluster composes the per-slot script. The parts must share one Redis
+// Cluster with scripts.
+func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, idempotency *codestore.Idempotency, log *slog.Logger) *ClusterAdmitter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ClusterAdmitter{scripts: scripts, script: redis.NewScript(composeCluster()), limiter: limiter, guard: guard,
+		codes: codes, idempotency: idempotency, log: log}
+}
+
+// composeCluster is compose with the per-slot orchestrator: it gives
+// nothing back itself (the Go side releases across slots), and a
+// restricted country asking again for the caller's signal does not stop
+// the slot's other parts.
+func composeCluster() string {
+	const stop = "if out[3][1] == 0 or out[3][1] == 3 then"
+	src := compose()
+	if !strings.Contains(src, stop) {
+		panic("sendscript: the orchestrator's pumping stop changed; update composeCluster")
+	}
+	return strings.Replace(src, stop, "if out[3][1] == 0 then", 1)
+}
+
+// pumpingPart is a send's pumping decision as calls to run in the slots'
+// scripts, and how to read them.
+type pumpingPart struct {
+	calls []pumping.TagCall
+	// read concludes the reservation once every call ran; abandon takes
+	// back what ran (nil: did not) when another part refused.
+	read    func(ctx context.Context, replies []any) (otp.PumpingReservation, error)
+	abandon func(ctx context.Context, replies []any)
+}
+
+func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumpingPart {
+	d := a.guard.TagDecisions(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
+	return pumpingPart{calls: d.Calls, read: d.Read, abandon: d.Abandon}
+}
+
+// Admit runs the send's parts in one composed script per slot, the slots
+// in parallel (after the idempotency claim, when keyed).
+func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+	return a.admit(ctx, adm, a.tagged)
+}
+
+// AdmitDecided is Admit with the pumping decision prepared by the caller
+// (a region sending to a number homed on this Cluster decided the caller's
+// groups at home first; Keys and Args are the destination group's call).
+// It does not Abandon the decision when the call did not run.
+func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, decision pumping.Decision) (otp.Admitted, error) {
+	return a.admit(ctx, adm, func(context.Context, otp.Admission) pumpingPart {
+		p := pumpingPart{read: func(ctx context.Context, replies []any) (otp.PumpingReservation, error) {
+			var v any
+			if len(replies) > 0 {
+				v = replies[0]
+			}
+			return decision.Read(ctx, v)
+		}}
+		if decision.Keys != nil {
+			p.calls = []pumping.TagCall{{Keys: decision.Keys, Args: decision.Args}}
+			p.abandon = func(ctx context.Context, replies []any) {
+				if replies[0] == nil {
+					return // the caller abandons what it decided
+				}
+				if res, err := decision.Read(ctx, replies[0]); err == nil && res.Refused == nil {
+					if err := a.guard.Release(context.WithoutCancel(ctx), res); err != nil {
+						a.warn(ctx, err)
+					}
+				}
+			}
+		} else {
+			p.abandon = func(context.Context, []any) {}
+		}
+		return p
+	})
+}
+
+// unit is one composed script call: parts whose keys share a slot.
+type unit struct {
+	slot  uint16
+	parts [partCount]call
+	// windows and decide index the send's windows groups and pumping calls
+	// this unit runs (-1: none).
+	windows, decide int
+	issue           bool
+	reply           []any
+	err             error
+}
+
+func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart) (otp.Admitted, error) {
+	out := otp.Admitted{Claim: otp.Claimed}
+	if adm.Scope != "" {
+		claim, prior, err := a.idempotency.Claim(ctx, adm.Scope, adm.Ticket, adm.ClaimTTL)
+		if err != nil {
+			return out, fmt.Errorf("sendscript: %w", err)
+		}
+		if out.Claim, out.Prior = claim, prior; claim != otp.Claimed {
+			return out, nil
+		}
+	}
+	groups, subjects, remembered, err := a.windowGroups(adm)
+	if err != nil {
+		return out, err
+	}
+	if remembered != nil {
+		out.Decision, out.Limited = *remembered, true
+		return out, nil
+	}
+	var units []*unit
+	place := func(key string, kind int) *unit {
+		slot := keySlot(key)
+		for _, u := range units {
+			if u.slot == slot && !u.parts[kind].asked() && (kind != partIssue || !u.issue) {
+				return u
+			}
+		}
+		u := &unit{slot: slot, windows: -1, decide: -1}
+		units = append(units, u)
+		return u
+	}
+	for i, w := range groups {
+		u := place(w.Keys[0], partAllow)
+		u.parts[partAllow], u.windows = call{w.Keys, w.Args}, i
+	}
+	var pump pumpingPart
+	if adm.Pumping {
+		pump = prepare(ctx, adm)
+		for i, c := range pump.calls {
+			u := place(c.Keys[0], partDecide)
+			u.parts[partDecide], u.decide = call{c.Keys, c.Args}, i
+		}
+	}
+	keys, args := a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
+	u := place(keys[0], partIssue)
+	u.parts[partIssue], u.issue = call{keys, args}, true
+	a.run(ctx, units)
+	return a.read(ctx, adm, out, units, groups, subjects, pump)
+}
+
+// windowGroups prepares the windows as one allow.lua call per slot, or
+// answers a refusal this replica remembers.
+func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
+	var bySlot [][]otp.Subject
+	index := map[uint16]int{}
+	for _, s := range adm.Subjects {
+		w, err := a.limiter.Windows(adm.Ticket, []otp.Subject{s})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if d, ok := w.Decided(); ok {
+			if !d.Allowed {
+				d.Policies = ratelimit.PoliciesOf(adm.Subjects)
+				return nil, nil, &d, nil
+			}
+			continue
+		}
+		slot := keySlot(w.Keys[0])
+		i, ok := index[slot]
+		if !ok {
+			i = len(bySlot)
+			index[slot] = i
+			bySlot = append(bySlot, nil)
+		}
+		bySlot[i] = append(bySlot[i], s)
+	}
+	groups := make([]ratelimit.Windows, len(bySlot))
+	for i, subjects := range bySlot {
+		var err error
+		if groups[i], err = a.limiter.Windows(adm.Ticket, subjects); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return groups, bySlot, nil, nil
+}
+
+// allAtOnce runs several calls so that they leave in one pipeline
+// (*redisbatch.Batcher): on a Cluster, split by shard, every shard at once.
+type allAtOnce interface {
+	RunAll(ctx context.Context, calls []redisbatch.Call) []*redis.Cmd
+}
+
+// run makes every unit's call at once: in one pipeline when the scripts
+// can (a call made on its own could wait behind another's pipeline for a
+// round trip), else each from its own goroutine.
+func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
+	calls := make([]redisbatch.Call, len(units))
+	for i, u := range units {
+		keys, args := layout(&u.parts)
+		calls[i] = redisbatch.Call{Script: a.script, Keys: keys, Args: args}
+	}
+	cmds := make([]*redis.Cmd, len(units))
+	if all, ok := a.scripts.(allAtOnce); ok {
+		cmds = all.RunAll(ctx, calls)
+	} else {
+		var wg sync.WaitGroup
+		for i, c := range calls {
+			wg.Go(func() { cmds[i] = a.scripts.Run(ctx, c.Script, c.Keys, c.Args...) })
+		}
+		wg.Wait()
+	}
+	for i, u := range units {
+		v, err := cmds[i].Result()
+		var notReplicated *redisbatch.NotReplicatedError
+		if err == nil || errors.As(err, &notReplicated) {
+			reply, ok := v.([]any)
+			if !ok || len(reply) != replyLen {
+				err = errors.Join(err, fmt.Errorf("unexpected reply %v", v))
+			}
+			u.reply = reply
+		}
+		u.err = err
+	}
+}
+
+// ran is a part's reply in a unit, nil when the unit stopped before it.
+func ran(v any) any {
+	if n, ok := v.(int64); ok && n == 0 {
+		return nil
+	}
+	return v
+}
+
+// read reads every unit's reply and concludes: a refusal or failure
+// anywhere takes back what the others counted.
+func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
+	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart) (otp.Admitted, error) {
+	windows := make([]any, len(groups))
+	decides := make([]any, len(pump.calls))
+	var issued any
+	var failed, notReplicated error
+	for _, u := range units {
+		var nr *redisbatch.NotReplicatedError
+		switch {
+		case u.err != nil && u.reply != nil && errors.As(u.err, &nr):
+			notReplicated = u.err
+		case u.err != nil:
+			failed = errors.Join(failed, u.err)
+			continue
+		}
+		if u.windows >= 0 {
+			windows[u.windows] = ran(u.reply[replyAllow])
+		}
+		if u.decide >= 0 {
+			decides[u.decide] = ran(u.reply[replyDecide])
+		}
+		if u.issue {
+			issued = ran(u.reply[replyIssue])
+		}
+	}
+	// The windows: admitted only when every slot admitted.
+	var admitted []otp.Subject
+	decisions := make([]otp.Decision, 0, len(groups))
+	for i, w := range groups {
+		if windows[i] == nil {
+			continue
+		}
+		d, err := w.Read(windows[i])
+		if err != nil {
+			failed = errors.Join(failed, err)
+			continue
+		}
+		decisions = append(decisions, d)
+		if d.Allowed {
+			admitted = append(admitted, subjects[i]...)
+		}
+	}
+	refund := func() {
+		if len(admitted) > 0 {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			if err := a.limiter.Refund(rctx, adm.Ticket, admitted); err != nil {
+				a.warn(ctx, err)
+			}
+		}
+	}
+	d, allowed := combine(decisions, adm.Subjects)
+	if failed != nil || !allowed || len(decisions) < len(groups) {
+		refund()
+		if pump.abandon != nil {
+			pump.abandon(ctx, decides)
+		}
+		if failed != nil {
+			return out, fmt.Errorf("sendscript: %w", failed)
+		}
+		out.Decision, out.Limited = d, true
+		return out, nil
+	}
+	out.Decision, out.Limited = d, true
+	if pump.read != nil {
+		res, err := pump.read(ctx, decides)
+		if err != nil || res.Refused != nil {
+			refund()
+			out.Pumping = res
+			return out, err
+		}
+		out.Pumping = res
+	}
+	list, ok := issued.([]any)
+	if !ok || len(list) != 1 {
+		refund()
+		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
+		return out, fmt.Errorf("sendscript: unexpected code reply %v", issued)
+	}
+	pending, err := codestore.ReadIssue(list[0])
+	if err != nil {
+		refund()
+		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
+		return out, fmt.Errorf("sendscript: %w", err)
+	}
+	out.Pending, out.Issued = pending, true
+	if notReplicated != nil {
+		// Done on the primaries, but a failover could forget it: take it
+		// back and fail closed rather than text on a record that may vanish.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.Undo(uctx, adm, out)))
+	}
+	return out, nil
+}
+
+// combine is the decision over every slot's, as the limiter's reserve
+// makes it: refused when any refused (retry once every refusing slot has
+// room); else the bounding window is the one with the least room, ties to
+// the longer window, then to the first.
+func combine(decisions []otp.Decision, subjects []otp.Subject) (otp.Decision, bool) {
+	policies := ratelimit.PoliciesOf(subjects)
+	if len(decisions) == 0 {
+		return otp.Decision{Allowed: true, Policies: policies}, true
+	}
+	var refused *otp.Decision
+	for i := range decisions {
+		if !decisions[i].Allowed && (refused == nil || decisions[i].Tightest.Reset > refused.Tightest.Reset) {
+			refused = &decisions[i]
+		}
+	}
+	if refused != nil {
+		d := *refused
+		d.Policies = policies
+		return d, false
+	}
+	best := decisions[0]
+	for _, d := range decisions[1:] {
+		t, b := d.Tightest, best.Tightest
+		room, bestRoom := t.Rule.Max-t.Used, b.Rule.Max-b.Used
+		if room < bestRoom || (room == bestRoom && t.Rule.Window > b.Rule.Window) {
+			best = d
+		}
+	}
+	best.Policies = policies
+	return best, true
+}
+
+// Undo takes back what an admission counted and stored (the claim is the
+// caller's to settle), within ctx.
+func (a *ClusterAdmitter) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
+	return undo(ctx, a.limiter, a.guard, a.codes, adm, out)
+}
+
+func (a *ClusterAdmitter) warn(ctx context.Context, err error) {
+	a.log.WarnContext(ctx, "taking back a send refused on another slot failed; the quota stays used", "err", err)
+}
+
+// keySlot is Redis Cluster's slot of a key: CRC16 (XMODEM) of its hash
+// tag (the first {...} with something inside, else the whole key), modulo
+// 16384.
+func keySlot(key string) uint16 {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
