@@ -163,7 +163,7 @@ func TestPumpingRestrictedAbroad(t *testing.T) {
 			t.Fatalf("verify %s: %d %s", p, res.Status, res.Raw)
 		}
 	}
-	abroad := pumping.DefaultFloors()[pumping.RuleCountry] / 5
+	abroad := pumping.DefaultFloors()[pumping.RuleCountry] / 2
 	for i := 0; i <= abroad; i++ {
 		// Each in a block of 100,000 of its own, from a /24 of its own in
 		// the /16 whose users verify British codes.

@@ -333,7 +333,7 @@ for i = 1, n do
     if sig == nil then
       -- The ledger this send counts in: the country's, or, from a network
       -- known abroad, the country's ledger of foreign networks, with a
-      -- fifth of its floor, so a spread from proxies abroad restricts
+      -- half its floor, so a spread from proxies abroad restricts
       -- those networks without restricting the country's own users.
       local led, lfloor = st, floor
       if st.abroad then

@@ -10,7 +10,7 @@ import (
 
 // A spread from proxies abroad: networks whose users verify codes to
 // another country send to this one. Their sends count in the country's
-// ledger of networks known abroad, with a fifth of the country's floor, and
+// ledger of networks known abroad, with half the country's floor, and
 // restricting it leaves the country's own new users served.
 func TestNetworksKnownAbroadCountApart(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
@@ -18,7 +18,7 @@ func TestNetworksKnownAbroadCountApart(t *testing.T) {
 			f := newFixture(t)
 			g := f.guard(t, func(c *Config) {
 				only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-				c.Floors[RuleCountry] = 10 // abroad: 2
+				c.Floors[RuleCountry] = 4 // abroad: 2
 			}, cluster)
 			ctx := context.Background()
 			// Real British users of 203.0.0.0/16 verify their codes: the
@@ -52,11 +52,11 @@ func TestNetworksKnownAbroadCountApart(t *testing.T) {
 				}
 			}
 			if admitted != want {
-				t.Fatalf("the spread from abroad got %d texts; want a fifth of the floor, 2 (and on Cluster the first)", admitted)
+				t.Fatalf("the spread from abroad got %d texts; want half the country's floor, 2 (and on Cluster the first)", admitted)
 			}
 			// The country's own new users, from networks nobody knows yet,
 			// are still served: the country is not restricted.
-			for i := range 5 {
+			for i := range 3 {
 				if r := reserve(t, g, phone(t, fmt.Sprintf("+1415%07d", 5550000+i*104729)), ip(fmt.Sprintf("198.18.%d.1", i))); r.Refused != nil {
 					t.Fatalf("a new American user refused during a spread from abroad: %+v", r.Refused)
 				}
@@ -98,7 +98,7 @@ func TestNetworksKnownAbroadReleaseAndApprove(t *testing.T) {
 	f := newFixture(t)
 	g := f.guard(t, func(c *Config) {
 		only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-		c.Floors[RuleCountry] = 10
+		c.Floors[RuleCountry] = 4
 	}, false)
 	ctx := context.Background()
 	// Two /16s whose users verify British codes.
