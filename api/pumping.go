@@ -33,8 +33,11 @@ type restrictionJSON struct {
 	Unverified float64   `json:"unverified"`
 	Budget     float64   `json:"budget"`
 	Over       string    `json:"over"` // "window" or "hour": which budget tripped
-	Refused    int64     `json:"refused"`
-	Served     struct {
+	// Abroad: only the sends from networks known for other countries'
+	// users are restricted; the country's own are served.
+	Abroad  bool  `json:"abroad"`
+	Refused int64 `json:"refused"`
+	Served  struct {
 		Returning int64 `json:"returning"`
 		Network   int64 `json:"network"`
 		Challenge int64 `json:"challenge"`
@@ -46,7 +49,7 @@ func restrictionOf(r *otp.CountryRestriction) *restrictionJSON {
 		return nil
 	}
 	out := &restrictionJSON{Since: r.Since.UTC(), Until: r.Until.UTC(), Unverified: r.Unverified, Budget: r.Budget,
-		Over: "window", Refused: r.Refused}
+		Over: "window", Abroad: r.Abroad, Refused: r.Refused}
 	if r.Hour {
 		out.Over = "hour"
 	}

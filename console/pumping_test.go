@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"smsgw/internal/testenv"
 	"smsgw/pumping"
 )
 
@@ -135,6 +137,53 @@ func TestPumpingRestrictedCountry(t *testing.T) {
 	page := b.get("/console/pumping")
 	for _, want := range []string{"Restricted countries", "<code>GH</code>", fmt.Sprintf("%d unverified, %d earned (window)", floor+1, floor),
 		`<td class="num">1</td><td class="num">0</td><td class="num">0</td><td class="num">0</td>`} {
+		if !strings.Contains(page.body, want) {
+			t.Fatalf("pumping page lacks %q:\n%.6000s", want, page.body)
+		}
+	}
+}
+
+// TestPumpingRestrictedAbroad: a spread over US numbers from networks whose
+// users verify British codes restricts only the sends from networks known
+// abroad; the pumping page says so, and the country's own new users are
+// served.
+func TestPumpingRestrictedAbroad(t *testing.T) {
+	r := pumpingRig(t)
+	for i, p := range []string{"+447400123456", "+447400654321"} {
+		from := fmt.Sprintf("203.0.%d.1", i+1)
+		if st := sendFrom(t, r, p, from); st != http.StatusAccepted {
+			t.Fatalf("send %s: %d", p, st)
+		}
+		msgs := r.svc.Outbox.Messages(p)
+		code := regexp.MustCompile(`\d{6}`).FindString(msgs[len(msgs)-1].Body)
+		req, _ := http.NewRequest(http.MethodPost, r.URL+"/v1/otp/verify", strings.NewReader(`{"phone":"`+p+`","code":"`+code+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", from)
+		if res := testenv.Do(t, http.DefaultClient, req); res.Status != http.StatusOK {
+			t.Fatalf("verify %s: %d %s", p, res.Status, res.Raw)
+		}
+	}
+	abroad := pumping.DefaultFloors()[pumping.RuleCountry] / 2
+	for i := 0; i <= abroad; i++ {
+		// Each in a block of 100,000 of its own, from a /24 of its own in
+		// the /16 whose users verify British codes.
+		st := sendFrom(t, r, fmt.Sprintf("+1650%d04567", 20+i), fmt.Sprintf("203.0.%d.1", 10+i))
+		if want := http.StatusAccepted; i == abroad {
+			if st != http.StatusTooManyRequests {
+				t.Fatalf("text %d from abroad over the ledger's floor: %d, want 429", i, st)
+			}
+		} else if st != want {
+			t.Fatalf("text %d from abroad: %d", i, st)
+		}
+	}
+	if st := sendFrom(t, r, "+14155550123", "198.18.0.1"); st != http.StatusAccepted {
+		t.Fatalf("a new American user from an unknown network: %d, want 202", st)
+	}
+	b := r.browser(t)
+	b.signIn(token)
+	page := b.get("/console/pumping")
+	for _, want := range []string{"Restricted countries", "<code>US</code>",
+		fmt.Sprintf("only sends from networks known abroad: %d unverified, %d earned (window)", abroad+1, abroad)} {
 		if !strings.Contains(page.body, want) {
 			t.Fatalf("pumping page lacks %q:\n%.6000s", want, page.body)
 		}

@@ -104,6 +104,9 @@ type PumpingHold struct {
 // number, an approving network, a solved challenge) are served.
 type CountryRestriction struct {
 	Since, Until time.Time
+	// Abroad is set when only the sends from networks known for real users
+	// of other countries are restricted: the country's own are served.
+	Abroad bool
 	// Unverified and Budget are what tripped it, over the window, or over
 	// the last hour when Hour is set.
 	Unverified, Budget float64

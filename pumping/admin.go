@@ -42,8 +42,14 @@ return 1`)
 func (g *Guard) adminKey() string { return g.prefix + "pump:{admin}" }
 func (g *Guard) channel() string  { return g.prefix + "pump:events" }
 
-// subjectKeys are what a lift deletes: a country's returning users stay.
-func subjectKeys(s subject) []string { return []string{s.key} }
+// subjectKeys are what a lift deletes: a country's returning users stay,
+// its ledger of networks known abroad goes with it.
+func subjectKeys(s subject) []string {
+	if s.foreign != "" {
+		return []string{s.key, s.foreign}
+	}
+	return []string{s.key}
+}
 
 // remember holds a refused subject in this replica's memory and lists it
 // for the operators.
@@ -112,6 +118,14 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 			if h.Restricted, err = g.restriction(ctx, e.Keys[0], now); err != nil {
 				return nil, nil, err
 			}
+			if h.Restricted == nil && len(e.Keys) > 1 {
+				if h.Restricted, err = g.restriction(ctx, e.Keys[1], now); err != nil {
+					return nil, nil, err
+				}
+				if h.Restricted != nil {
+					h.Restricted.Abroad = true
+				}
+			}
 		}
 		if strings.HasPrefix(field, "h\x00") {
 			held = append(held, h)
@@ -157,6 +171,15 @@ func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
 	}
 	if keys == nil {
 		return otp.Errorf(otp.ENotFound, "%s %s is neither held nor near its budget", rule, subject)
+	}
+	if rule == RuleCountry && len(keys) > 1 {
+		// Only the ledger of networks known abroad is restricted: the
+		// country's own ledger (its approvals, its learned baseline) stays.
+		if r, err := g.restriction(ctx, keys[0], g.nowCtx(ctx)); err != nil {
+			return fmt.Errorf("pumping: lift: %w", err)
+		} else if r == nil {
+			keys = keys[1:]
+		}
 	}
 	lifted := []liftTarget{{hold: key, keys: keys}}
 	lifted = append(lifted, g.wider(rule, subject, keys)...)

@@ -2,8 +2,9 @@
 -- and records the number as a returning user.
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
---          its ranges, then its country and its challenge ledger (when
---          ARGV[6] says so) and the phone's returning block; for the caller group, its networks and
+--          its ranges, then its country, its challenge ledger and its
+--          ledger of foreign networks (when ARGV[6] says so) and the
+--          phone's returning block; for the caller group, its networks and
 --          the country ledgers of its signal levels (see decide.lua)
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
@@ -17,7 +18,8 @@
 -- An approval counts in the current bucket. The country is credited only
 -- when the phone's text was counted in it (it carried no sign of a real
 -- user, record field u), its challenge ledger when the text passed with a
--- solved challenge (field k).
+-- solved challenge (field k), its ledger of foreign networks when the text
+-- came from a network known abroad (field f).
 -- Returns {credited, network id}: credited 0 when the phone has no record
 -- of a counted text or was already approved and texted nothing since (the
 -- caller group is then not credited either).
@@ -67,7 +69,7 @@ if hasc == '1' and keepms > 0 and tail ~= '' then
   redis.call('HSET', ret, tail, math.floor(now / 86400000))
   redis.call('PEXPIRE', ret, keepms)
 end
-local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u', 'w', 'k')
+local r = redis.call('HMGET', rec, 'h', 'v', 'n', 'u', 'w', 'k', 'f')
 local h = tonumber(r[1])
 if h == nil or h < oldest then
   return {0, ''}
@@ -84,9 +86,10 @@ end
 redis.call('HSET', rec, 'v', 1)
 local last = #KEYS - 1
 if hasc == '1' then
-  last = #KEYS - 3
-  if r[4] then credit(KEYS[#KEYS - 2]) end
-  if r[6] then credit(KEYS[#KEYS - 1]) end
+  last = #KEYS - 4
+  if r[4] then credit(KEYS[#KEYS - 3]) end
+  if r[6] then credit(KEYS[#KEYS - 2]) end
+  if r[7] then credit(KEYS[#KEYS - 1]) end
 end
 for i = 2, last do credit(KEYS[i]) end
 return {1, r[3] or ''}

@@ -71,7 +71,7 @@ func (g *Guard) approvalKeys(d group) ([]string, bool) {
 	}
 	for _, s := range d.subjects {
 		if s.kind == 'c' {
-			keys = append(keys, s.key, s.challenged)
+			keys = append(keys, s.key, s.challenged, s.foreign)
 		}
 	}
 	return append(keys, ret), hasCountry

@@ -49,7 +49,7 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 	}
 	d.grp = merge(groups)
 	d.Keys = d.grp.keys()
-	d.Args = g.decideArgs(ctx, d.grp, phone, networkID(ip), d.mode, g.signalFor(d.grp, false, ip, g.nowCtx(ctx))).argv()
+	d.Args = g.decideArgs(ctx, d.grp, phone, networkID(ip), d.mode, g.signalFor(d.grp, false, ip, countryOf(phone), g.nowCtx(ctx))).argv()
 	return d, nil
 }
 
@@ -72,7 +72,7 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 		}
 	}
 	netid, now := networkID(ip), g.nowCtx(ctx)
-	signal := g.signalFor(d.grp, true, ip, now)
+	signal := g.signalFor(d.grp, true, ip, countryOf(phone), now)
 	if len(here) > 0 {
 		calls, err := g.decideHere(ctx, here, phone, netid, d.mode)
 		if err != nil {
@@ -81,8 +81,8 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 		d.here = calls
 		for _, c := range calls {
 			if c.grp.record == "" && c.reply.signal >= 0 {
-				g.noteSignal(ip, c.reply.signal, now)
-				signal = flag(c.reply.signal == 1)
+				g.noteSignal(ip, countryOf(phone), c.reply.signal, now)
+				signal = signalArg(c.reply.signal)
 			}
 		}
 		if d.RefusedHere() {

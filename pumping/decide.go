@@ -38,8 +38,9 @@ import (
 //	     refuse everyone behind it for a whole window; one probe per period
 //	     lets real users earn it back, and costs an attacker a text.
 //	[13] the caller networks' signal for the country: "" read it from the
-//	     network subjects of this call (one primary); "1" or "0" as the
-//	     caller's own call reported it (Cluster); "?" not known yet (a
+//	     network subjects of this call (one primary); "1", "2" (known
+//	     abroad) or "0" as the caller's own call reported it (Cluster); "?"
+//	     not known yet (a
 //	     restricted country's refusal then says so, verdictAskAgain, and
 //	     writes nothing, so the guard asks again with the answer)
 //	[14] "tail days": the phone's last four digits (its field in the
@@ -74,8 +75,9 @@ type decideArgs struct {
 //	    already counted); p1 floor; keys: 1
 //	"c" country: counts distinct phones without a sign of a real user; p1
 //	    floor; p2 "1" when solved challenges are held to their ledger's
-//	    budget; keys: 3 (the country hash, its ledger of sends that passed
-//	    with a solved challenge, the phone's returning block)
+//	    budget; keys: 4 (the country hash, its ledger of sends that passed
+//	    with a solved challenge, the phone's returning block, its ledger of
+//	    unsigned sends from networks known abroad)
 //	"n" network: counts every text; p1 floor; keys: 1
 //	"N" network, a signal level: as "n", and its ledger of texts to the
 //	    destination country; keys: 2
@@ -138,8 +140,8 @@ const (
 	decideReplyNearBudget // its budget
 	decideReplyBucket     // the bucket counted in, for release.lua
 	decideReplyNew        // 1 when the phone was counted anew
-	decideReplySignal     // the caller networks' signal: 1 good, 0 none, -1 not asked
-	decideReplyCountryNew // what the country counted anew: 1 the phone, 2 its challenge ledger, 3 both
+	decideReplySignal     // the caller networks' signal: 1 good, 2 known abroad, 0 none, -1 not asked
+	decideReplyCountryNew // what the country counted anew, bits: 1 the phone, 2 its challenge ledger, 4 its foreign networks' ledger
 	decideReplyLen
 )
 

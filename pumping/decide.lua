@@ -176,17 +176,18 @@ end
 
 local n = tonumber(ARGV[10])
 local ki, ai = 1, 15
-local rec, counted, verified, recu, reck, stale = nil, false, false, false, false, false
+local rec, counted, verified, recu, reck, recf, stale = nil, false, false, false, false, false, false
 if ARGV[11] == '1' then
   rec = KEYS[1]
   ki = 2
-  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k')
+  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k', 'f')
   local h = tonumber(r[1])
   counted = h ~= nil and h >= oldest
   verified = r[2] ~= false
   recu = counted and r[3] ~= false
   reck = counted and r[4] ~= false
-  stale = not counted and (r[3] ~= false or r[4] ~= false)
+  recf = counted and r[5] ~= false
+  stale = not counted and (r[3] ~= false or r[4] ~= false or r[5] ~= false)
 end
 -- The subjects, read lazily: a country's decision reads the caller's
 -- networks before their own turn.
@@ -195,8 +196,8 @@ for i = 1, n do
   local sb = {kind = ARGV[ai], p1 = ARGV[ai + 1], p2 = ARGV[ai + 2], key = KEYS[ki]}
   ai, ki = ai + 3, ki + 1
   if sb.kind == 'c' then
-    sb.ch, sb.ret = KEYS[ki], KEYS[ki + 1]
-    ki = ki + 2
+    sb.ch, sb.ret, sb.fo = KEYS[ki], KEYS[ki + 1], KEYS[ki + 2]
+    ki = ki + 3
   elseif sb.kind == 'N' then
     sb.sub = KEYS[ki]
     ki = ki + 1
@@ -224,23 +225,38 @@ local function good(st)
   return st.A >= 1 and st.S - st.A <= st.A + 1 and st.uh <= st.hour + 2
 end
 
--- callerSignal is 1 when a signal level of the caller's networks in this
--- call is good and none is bad, 0 when none is good, -1 with none here.
+-- foreign says whether a network level is known for real users of other
+-- countries rather than of this one: at least two codes approved
+-- elsewhere, and ten times as many as here. A send from it to this country
+-- is most likely a proxy abroad; the few real users travelling there earn
+-- room in the ledger of networks known abroad, not a sign for the network.
+local function foreign(all, here)
+  local elsewhere = all.A - here.A
+  return elsewhere >= 2 and here.A * 10 < elsewhere
+end
+
+-- callerSignal is 2 when the widest signal level of the caller's networks
+-- in this call (IPv4 /16, IPv6 /32: an ISP's allocation, whose users live
+-- in one country) is foreign, else 1 when a level is good and none is bad,
+-- 0 when none is good, -1 with none here.
 local function callerSignal()
-  local any, ok = false, false
+  local any, ok, bad, abroad = false, false, false, false
   for i = 1, n do
     if subj[i].kind == 'N' then
+      local all = get(i)
+      local st = all.sub
+      if not any and foreign(all, st) then abroad = true end
       any = true
-      local st = get(i).sub
       if good(st) then
         ok = true
       elseif st.S - st.A > st.A + 1 then
-        return 0
+        bad = true
       end
     end
   end
   if not any then return -1 end
-  if ok then return 1 end
+  if abroad then return 2 end
+  if ok and not bad then return 1 end
   return 0
 end
 
@@ -287,7 +303,13 @@ for i = 1, n do
       if sig == nil then
         local ns = netsig
         if ns == '' then ns = tostring(callerSignal()) end
-        if ns == '1' then sig = 'n' elseif ns == '?' then st.unknown = true end
+        if ns == '1' then
+          sig = 'n'
+        elseif ns == '2' then
+          st.abroad = true
+        elseif ns == '?' then
+          st.unknown = true
+        end
       end
     end
     st.sig = sig
@@ -309,27 +331,40 @@ for i = 1, n do
       end
     end
     if sig == nil then
+      -- The ledger this send counts in: the country's, or, from a network
+      -- known abroad, the country's ledger of foreign networks, with a
+      -- half its floor, so a spread from proxies abroad restricts
+      -- those networks without restricting the country's own users.
+      local led, lfloor = st, floor
+      if st.abroad then
+        led = load(subj[i].fo, true, 'c')
+        lfloor = math.max(math.floor(floor / 2), 1)
+        st.fo = led
+      end
+      local lrestricted = led.rx ~= nil and led.rx > now
       -- A resend to a number already counted is one of u.
       local add = 1
-      if recu then add = 0 end
-      local bh = floor + ratio * st.hour
+      if recu or recf then add = 0 end
+      u = math.max(led.S - led.A, 0)
+      budget = lfloor + ratio * math.max(led.A, hourf * led.hour, led.pk)
+      local bh = lfloor + ratio * led.hour
       local over = u + add > budget
-      local overh = st.uh + add > bh
-      if overh and not over then u, budget = st.uh, bh end
+      local overh = led.uh + add > bh
+      if overh and not over then u, budget = led.uh, bh end
       if over or overh then
         local f = {'rx', now + restrict}
-        if not restricted then
+        if not lrestricted then
           f = {'rx', now + restrict, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
             'rh', (overh and not over) and 1 or 0, 'nq', 0, 'nr', 0, 'nn', 0, 'nc', 0}
         end
-        st.trip = f
-        st.rx = now + restrict
-        restricted = true
+        led.trip = f
+        led.rx = now + restrict
+        lrestricted = true
       end
-      st.refuse = (over or overh or (restricted and add == 1)) and mode ~= 2
+      st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
       st.add = add
       if st.refuse and mode ~= 1 then
-        st.retry = math.max(st.rx - now, 1000)
+        st.retry = math.max(math.max(st.rx or 0, led.rx or 0) - now, 1000)
         if st.unknown then unknown = true end
       end
     else
@@ -382,8 +417,10 @@ if rule > 0 and mode ~= 1 then
       -- Cluster, the caller's signal not known: ask again with it.
       return {3, rule, math.floor(ru), math.floor(rb), math.ceil(retry), 0, 0, 0, cur, 0, sigout, 0}
     end
-    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
-    redis.call('HINCRBY', st.key, 'nq', 1)
+    local led = st
+    if st.fo and not (st.rx ~= nil and st.rx > now) then led = st.fo end
+    if led.trip then redis.call('HSET', led.key, unpack(led.trip)) end
+    redis.call('HINCRBY', led.key, 'nq', 1)
   end
   return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0, sigout, 0}
 end
@@ -395,11 +432,16 @@ for i = 1, n do
   local st = state[i]
   local add = 1
   if st.kind == 'm' then add = st.price end
-  local skip = (st.kind == 'r' and counted) or (st.kind == 'c' and st.add == 0)
+  local skip = (st.kind == 'r' and counted) or (st.kind == 'c' and (st.add == 0 or st.fo ~= nil))
   if not skip then
     st.scur, st.S = st.scur + add, st.S + add
   end
   if st.kind == 'c' and not skip then cnew = 1 end
+  if st.fo and st.add == 1 then
+    st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1
+    cnew = cnew + 4
+  end
+  if st.fo then store(st.fo, st.add == 1, st.fo.trip) end
   if st.ch and st.chadd == 1 then
     st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
     store(st.ch, true)
@@ -418,10 +460,11 @@ if rec ~= nil then
   local f = {'n', netid}
   if not counted then
     f[#f + 1], f[#f + 2] = 'h', cur
-    if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k') end
+    if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k', 'f') end
   end
   if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
-  if cnew >= 2 then f[#f + 1], f[#f + 2] = 'k', 1 end
+  if math.floor(cnew / 2) % 2 == 1 then f[#f + 1], f[#f + 2] = 'k', 1 end
+  if cnew >= 4 then f[#f + 1], f[#f + 2] = 'f', 1 end
   -- A new code to a number already approved in the window: the networks
   -- counted this text, so its approval is theirs to credit (approve.lua).
   if counted and verified then f[#f + 1], f[#f + 2] = 'w', 1 end

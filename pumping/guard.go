@@ -203,12 +203,14 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 	netid := networkID(ip)
 	now := g.nowCtx(ctx)
 	if len(groups) == 1 {
-		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode, g.signalFor(groups[0], false, ip, now))
+		// One call holds every group there is: a country it restricts reads
+		// the caller's networks itself, or has none to ask about.
+		calls[0], errs[0] = g.decide(ctx, groups[0], phone, netid, mode, "")
 	} else {
 		var wg sync.WaitGroup
 		for i := range groups {
 			wg.Go(func() {
-				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, g.signalFor(groups[i], true, ip, now))
+				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, g.signalFor(groups[i], true, ip, countryOf(phone), now))
 			})
 		}
 		wg.Wait()
@@ -218,12 +220,12 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 		for i, c := range calls {
 			if errs[i] == nil && groups[i].record == "" && c.reply.signal >= 0 {
 				sig = c.reply.signal
-				g.noteSignal(ip, sig, now)
+				g.noteSignal(ip, countryOf(phone), sig, now)
 			}
 		}
 		for i, c := range calls {
 			if errs[i] == nil && c.reply.verdict == verdictAskAgain {
-				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, flag(sig == 1))
+				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, signalArg(sig))
 			}
 		}
 	}
@@ -244,12 +246,15 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 			continue
 		}
 		verdict, rule := c.reply.verdict, c.reply.rule
-		if verdict != verdictRefused {
+		// Asked again and still without the caller's signal: nothing was
+		// counted, so it is a refusal, never an admission.
+		refused := verdict == verdictRefused || verdict == verdictAskAgain
+		if !refused {
 			counted = append(counted, c)
 		}
 		if rule > 0 {
 			r, s := g.refusal(c)
-			if verdict == verdictRefused {
+			if refused {
 				if res.Refused == nil {
 					res.Refused, refusedSubject = &r, s
 				}

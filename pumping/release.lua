@@ -9,8 +9,9 @@
 -- ARGV[4]  1 when KEYS[1] is the phone's record
 -- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
 --          its country ledger: two keys), amount (the price
---          for "m"; for "c" what decide.lua counted anew: 1 the country,
---          2 its challenge ledger, 3 both; else ignored)
+--          for "m"; for "c" what decide.lua counted anew, bits: 1 the
+--          country, 2 its challenge ledger, 4 its foreign networks' ledger;
+--          else ignored)
 local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
 local n = tonumber(ARGV[5])
 local ki, ai = 1, 6
@@ -31,15 +32,28 @@ for i = 1, n do
     ki = ki + 1
   end
   if kind == 'c' then
-    -- amount: 1 the country counted the phone, 2 its challenge ledger did
-    -- (3 both); the returning block is an approval's, nothing to take back.
-    sub = nil
-    if amount >= 2 then sub = KEYS[ki] end
-    ki = ki + 2
-    take = amount % 2 == 1
-    if amount >= 2 and not take then key, sub, take = sub, nil, true end
-    if rec ~= nil and not new and amount % 2 == 1 then redis.call('HDEL', rec, 'u') end
-    if rec ~= nil and not new and amount >= 2 then redis.call('HDEL', rec, 'k') end
+    -- amount: what decide.lua counted anew, bits: 1 the country counted
+    -- the phone, 2 its challenge ledger did, 4 its ledger of foreign
+    -- networks did; the returning block is an approval's, nothing to take
+    -- back.
+    local ch, fo = KEYS[ki], KEYS[ki + 2]
+    ki = ki + 3
+    local keys = {}
+    if amount % 2 == 1 then keys[#keys + 1] = key end
+    if math.floor(amount / 2) % 2 == 1 then keys[#keys + 1] = ch end
+    if amount >= 4 then keys[#keys + 1] = fo end
+    if rec ~= nil and not new then
+      if amount % 2 == 1 then redis.call('HDEL', rec, 'u') end
+      if math.floor(amount / 2) % 2 == 1 then redis.call('HDEL', rec, 'k') end
+      if amount >= 4 then redis.call('HDEL', rec, 'f') end
+    end
+    for _, k in ipairs(keys) do
+      if redis.call('HEXISTS', k, 's' .. x) == 1 then
+        redis.call('HINCRBY', k, 's' .. x, -1)
+        redis.call('HINCRBY', k, 'S', -1)
+      end
+    end
+    take = false
   end
   if take then
     if kind ~= 'm' then amount = 1 end

@@ -153,15 +153,48 @@ func network(r *rand.Rand, ci int) netip.Addr {
 		return netip.AddrFrom4([4]byte{100, byte(10 + ci), 0, byte(r.IntN(12))})
 	case x < 0.70:
 		return residential(r, ci)
-	default: // IPv6: 4 ISPs' /32s, a /64 per customer
-		var a [16]byte
-		a[0], a[1], a[2], a[3] = 0x2a, byte(ci), 0, byte(r.IntN(4))
-		for i := 4; i < 8; i++ {
-			a[i] = byte(r.IntN(256))
-		}
-		a[15] = 1
-		return netip.AddrFrom16(a)
+	default:
+		return customerV6(r, ci)
 	}
+}
+
+// customerV6 is an IPv6 customer of country ci: 4 ISPs' /32s, a /64 per
+// customer.
+func customerV6(r *rand.Rand, ci int) netip.Addr {
+	var a [16]byte
+	a[0], a[1], a[2], a[3] = 0x2a, byte(ci), 0, byte(r.IntN(4))
+	for i := 4; i < 8; i++ {
+		a[i] = byte(r.IntN(256))
+	}
+	a[15] = 1
+	return netip.AddrFrom16(a)
+}
+
+// travelShare is the share of real users who ask for a code from another
+// country's network: a hotel's or a café's Wi-Fi abroad, a VPN with an exit
+// in a residential pool (a phone roaming on mobile data keeps its home
+// carrier's address, so it is not one of them). We know of no published
+// figure; 2% is generous for a consumer app, so the rules that read a
+// network's country are measured against more travellers than they meet.
+const travelShare = 0.02
+
+// travelling is a real user's address abroad: another country's
+// residential IPv4 or IPv6 customer network.
+func travelling(r *rand.Rand, ci int) netip.Addr {
+	o := elsewhere(r, ci)
+	if r.IntN(2) == 0 {
+		return residential(r, o)
+	}
+	return customerV6(r, o)
+}
+
+// elsewhere picks one of the countries other than ci.
+func elsewhere(r *rand.Rand, ci int) int {
+	o := r.IntN(len(countries) - 1)
+	if o >= ci {
+		o++
+	}
+	return o
 }
 
 // residential is an address in country ci's residential pools: 40 /16s.
@@ -309,13 +342,7 @@ func spreadScenario(scale float64, ci int, x float64, origin string, start, leng
 	c := countries[ci]
 	from := func(r *rand.Rand) netip.Addr { return residential(r, ci) }
 	if origin == "abroad" {
-		from = func(r *rand.Rand) netip.Addr {
-			o := r.IntN(len(countries) - 1)
-			if o >= ci {
-				o++
-			}
-			return residential(r, o)
-		}
+		from = func(r *rand.Rand) netip.Addr { return residential(r, elsewhere(r, ci)) }
 	}
 	return scenario{name: fmt.Sprintf("%s %gx spread from proxies %s", c.code, x, origin), attacked: c.code, length: length,
 		waves: []wave{{start: start, dur: dur, rate: x * 0.6 * scale * c.share, kind: spread, ranges: c.templates, from: from}}}
@@ -467,6 +494,9 @@ func (s *sim) generate(sc *scenario, length time.Duration) []*user {
 			solves: s.rng.Float64() < 0.97}
 		if pool := s.verified[c.code]; len(pool) > 0 && s.rng.Float64() < c.login {
 			u.phone = pool[s.rng.IntN(len(pool))]
+		}
+		if s.rng.Float64() < travelShare {
+			u.ip = travelling(s.rng, ci)
 		}
 		if !u.verifies && s.rng.Float64() < 0.5 || s.rng.Float64() < 0.08 {
 			u.resendIn = time.Duration(60+s.rng.IntN(120)) * time.Second
@@ -656,6 +686,14 @@ func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 			if simDebug && !u.attack && u.refusedBy == "" && p.name() == "smsgw" {
 				fmt.Fprintf(os.Stderr, "refused %s %s %s texts=%d at %s\n", u.phone.E164, u.ip, v.pumping, u.texts, at)
 				g := p.(*smsgwPolicy).g
+				for _, sb := range g.destination(u.phone).subjects {
+					if sb.kind == 'c' {
+						for _, k := range []string{sb.key, sb.foreign} {
+							m, _ := g.rdb.HMGet(context.Background(), k, "S", "A", "rs", "rx", "ru", "rb", "rh", "nq").Result()
+							fmt.Fprintf(os.Stderr, "   %s S A rs rx ru rb rh nq %v\n", k, m)
+						}
+					}
+				}
 				for _, sb := range g.caller(u.ip, u.country).subjects {
 					if sb.sub != "" {
 						m, _ := g.rdb.HGetAll(context.Background(), sb.sub).Result()

@@ -17,11 +17,13 @@ type subject struct {
 	// "GB", "2001:db8:1::/48", "spend".
 	id string
 	// key is its Redis hash; for a country, challenged is the ledger of
-	// sends that passed with a solved challenge and ret the hash of the
-	// returning numbers of the phone's block (see returningBlock).
-	key, challenged, ret string
-	floor                int
-	price                int64
+	// sends that passed with a solved challenge, foreign the ledger of
+	// unsigned sends from networks known abroad (see decide.lua) and ret
+	// the hash of the returning numbers of the phone's block (see
+	// returningBlock).
+	key, challenged, foreign, ret string
+	floor                         int
+	price                         int64
 	// sub, for a network level whose approvals are a sign of real users
 	// (IPv4 /24 and /16, IPv6 /48 and /32), is the hash counting its texts
 	// to the phone's country and their approvals: the sign is per country,
@@ -54,7 +56,7 @@ func (g *group) keys() []string {
 	for _, s := range g.subjects {
 		keys = append(keys, s.key)
 		if s.kind == 'c' {
-			keys = append(keys, s.challenged, s.ret)
+			keys = append(keys, s.challenged, s.ret, s.foreign)
 		}
 		if s.sub != "" {
 			keys = append(keys, s.sub)
@@ -94,7 +96,7 @@ func (g *Guard) destination(p otp.Phone) group {
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
 		block, _ := returningBlock(p)
 		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
-			key: tag + "c", challenged: tag + "cc", ret: tag + "v:" + block})
+			key: tag + "c", challenged: tag + "cc", foreign: tag + "cf", ret: tag + "v:" + block})
 	}
 	return out
 }
@@ -210,6 +212,19 @@ func signalKey(ip netip.Addr) string {
 	bits := 48
 	if ip.Is4() {
 		bits = 24
+	}
+	p, _ := ip.Prefix(bits)
+	return p.String()
+}
+
+// wideKey names the caller's widest network (IPv4 /16, IPv6 /32): what it
+// is known for, its users' country, is remembered on Cluster (see
+// signalFor).
+func wideKey(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	bits := 32
+	if ip.Is4() {
+		bits = 16
 	}
 	p, _ := ip.Prefix(bits)
 	return p.String()

@@ -39,7 +39,11 @@ func (g *Guard) TagDecisions(ctx context.Context, phone otp.Phone, ip netip.Addr
 	d.groups = g.groups(phone, ip)
 	d.Calls = make([]TagCall, len(d.groups))
 	for i, grp := range d.groups {
-		d.Calls[i] = TagCall{grp.keys(), g.decideArgs(ctx, grp, phone, d.netid, d.mode, g.signalFor(grp, true, ip, d.now)).argv()}
+		signal := g.signalFor(grp, true, ip, countryOf(phone), d.now)
+		if len(d.groups) == 1 {
+			signal = "" // no caller call to ask: the country decides alone
+		}
+		d.Calls[i] = TagCall{grp.keys(), g.decideArgs(ctx, grp, phone, d.netid, d.mode, signal).argv()}
 	}
 	return d
 }
@@ -53,7 +57,7 @@ func (d TagDecisions) Read(ctx context.Context, replies []any) (otp.PumpingReser
 	sig := d.signal(calls, errs)
 	for i, c := range calls {
 		if errs[i] == nil && c.reply.verdict == verdictAskAgain {
-			calls[i], errs[i] = d.g.decide(ctx, d.groups[i], d.phone, d.netid, d.mode, flag(sig == 1))
+			calls[i], errs[i] = d.g.decide(ctx, d.groups[i], d.phone, d.netid, d.mode, signalArg(sig))
 		}
 	}
 	return d.g.conclude(ctx, d.phone, d.mode, calls, errs)
@@ -98,7 +102,7 @@ func (d TagDecisions) signal(calls []call, errs []error) int64 {
 	for i, c := range calls {
 		if errs[i] == nil && d.groups[i].record == "" && c.reply.signal >= 0 {
 			sig = c.reply.signal
-			d.g.noteSignal(d.ip, sig, d.now)
+			d.g.noteSignal(d.ip, countryOf(d.phone), sig, d.now)
 		}
 	}
 	return sig
