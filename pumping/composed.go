@@ -73,6 +73,9 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 	}
 	netid, now := networkID(ip), g.nowCtx(ctx)
 	signal := g.signalFor(d.grp, true, ip, countryOf(phone), now)
+	if !signalLevels(here) {
+		signal = "" // no network of the caller's is a sign: nothing to ask
+	}
 	if len(here) > 0 {
 		calls, err := g.decideHere(ctx, here, phone, netid, d.mode)
 		if err != nil {
@@ -175,4 +178,17 @@ func (d Decision) Read(ctx context.Context, v any) (otp.PumpingReservation, erro
 		return otp.PumpingReservation{}, nil
 	}
 	return d.g.conclude(ctx, d.phone, d.mode, calls, errs)
+}
+
+// signalLevels says whether groups count a network level whose approvals
+// are a sign (see Guard.caller).
+func signalLevels(groups []group) bool {
+	for _, grp := range groups {
+		for _, s := range grp.subjects {
+			if s.sub != "" {
+				return true
+			}
+		}
+	}
+	return false
 }

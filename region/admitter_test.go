@@ -314,3 +314,30 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 		}
 	})
 }
+
+// With no network rule that is a sign (pumping.floors without them), the
+// caller has no signal to tell the home: the send still crosses once.
+func TestAdmitterCrossesOnceWithoutNetworkSigns(t *testing.T) {
+	p := newPair(t, 0)
+	noSigns := func(c *pumping.Config) {
+		c.Mode = pumping.ModeShadow
+		for _, r := range []string{pumping.RuleNet16, pumping.RuleNet24, pumping.RuleNet48, pumping.RuleNet6x32} {
+			delete(c.Floors, r)
+		}
+	}
+	a := admitterConfig(t, p.a, noSigns)
+	admitterConfig(t, p.b, noSigns)
+	ctx := context.Background()
+	// The first call to b loads the composed script there.
+	if _, err := a.Admit(ctx, admission(t, "+14155550119", "US", "192.0.2.19", 3, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	before := p.aToB.Requests()
+	got, err := a.Admit(ctx, admission(t, "+14155550111", "US", "192.0.2.11", 3, 1000))
+	if err != nil || !admitted(got) {
+		t.Fatalf("Admit: %+v, %v; want admitted", got, err)
+	}
+	if n := p.aToB.Requests() - before; n != 1 {
+		t.Fatalf("the send made %d requests to its home region, want 1", n)
+	}
+}
