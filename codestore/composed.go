@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"smsgw/internal/luascript"
 	"smsgw/otp"
 )
 
 // IssueLua and ClaimLua are issue.lua and claim.lua, for a script that runs
 // them inside its own with a send's other parts (package sendscript).
-func IssueLua() string { return issueSource }
-func ClaimLua() string { return claimSource }
+func IssueLua() string { return luascript.Source(luaFiles, "issue.lua") }
+func ClaimLua() string { return luascript.Source(luaFiles, "claim.lua") }
 
 // IssueCall is Issue's issue.lua call: what Issue stores, Check reads.
 func (s *Store) IssueCall(phone string, c otp.StoredCode, ttl time.Duration) (keys []string, args []any) {

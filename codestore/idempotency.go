@@ -3,24 +3,14 @@ package codestore
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/luascript"
 	"smsgw/otp"
-)
-
-var (
-	//go:embed claim.lua
-	claimSource string
-	//go:embed settle.lua
-	settleSource string
-
-	claimScript  = redis.NewScript(claimSource)
-	settleScript = redis.NewScript(settleSource)
 )
 
 // Idempotency is an otp.IdempotencyStore: one key per scope, holding the
@@ -29,6 +19,11 @@ type Idempotency struct {
 	rdb    redis.Cmdable
 	prefix string
 }
+
+var (
+	claimScript  = luascript.Script(luaFiles, "claim.lua")
+	settleScript = luascript.Script(luaFiles, "settle.lua")
+)
 
 var _ otp.IdempotencyStore = (*Idempotency)(nil)
 

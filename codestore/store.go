@@ -5,7 +5,7 @@ package codestore
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,21 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/luascript"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
-)
-
-var (
-	//go:embed issue.lua
-	issueSource string
-	//go:embed check.lua
-	checkSource string
-	//go:embed discard.lua
-	discardSource string
-
-	issueScript   = redis.NewScript(issueSource)
-	checkScript   = redis.NewScript(checkSource)
-	discardScript = redis.NewScript(discardSource)
 )
 
 // Store is an otp.CodeStore.
@@ -39,11 +27,21 @@ type Store struct {
 
 var _ otp.CodeStore = (*Store)(nil)
 
-// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
-// between concurrent calls.
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
+// Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
+// package that runs them).
+type Scripts = redisbatch.Scripts
+
+// luaFiles are the package's scripts, each loaded after the prelude every
+// script shares (package luascript).
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+var (
+	issueScript   = luascript.Script(luaFiles, "issue.lua")
+	checkScript   = luascript.Script(luaFiles, "check.lua")
+	discardScript = luascript.Script(luaFiles, "discard.lua")
+)
 
 // New returns a Store whose keys start with prefix (e.g. "smsgw:"). Issue and
 // Check go through scripts; nil gives it a batcher of its own.

@@ -114,24 +114,35 @@ func TestPumpingOff(t *testing.T) {
 	}
 }
 
+// sendPast sends floor+1 texts, text i to and from what to(i) says:
+// every one accepted but the last, refused (429) over the floor named over.
+// what says where the texts come from in a failure.
+func sendPast(t *testing.T, r *rig, floor int, what, over string, to func(i int) (phone, from string)) {
+	t.Helper()
+	for i := 0; i <= floor; i++ {
+		phone, from := to(i)
+		st := sendFrom(t, r, phone, from)
+		if want := http.StatusAccepted; i == floor {
+			if st != http.StatusTooManyRequests {
+				t.Fatalf("text %d%s over %s: %d, want 429", i, what, over, st)
+			}
+		} else if st != want {
+			t.Fatalf("text %d%s: %d", i, what, st)
+		}
+	}
+}
+
 // TestPumpingRestrictedCountry: texts to a country that nobody verifies run
 // over its budget; the pumping page says since when, why, and how many
 // sends were refused and served.
 func TestPumpingRestrictedCountry(t *testing.T) {
 	r := pumpingRig(t)
 	floor := pumping.DefaultFloors()[pumping.RuleCountry]
-	for i := 0; i <= floor; i++ {
-		// Each in a block of 100,000 of its own, from a /16 of its own: only
-		// the country counts them all.
-		st := sendFrom(t, r, fmt.Sprintf("+23324%02d34567", 10+i), fmt.Sprintf("198.%d.1.1", 10+i))
-		if want := http.StatusAccepted; i == floor {
-			if st != http.StatusTooManyRequests {
-				t.Fatalf("text %d over the country's floor: %d, want 429", i, st)
-			}
-		} else if st != want {
-			t.Fatalf("text %d: %d", i, st)
-		}
-	}
+	// Each in a block of 100,000 of its own, from a /16 of its own: only
+	// the country counts them all.
+	sendPast(t, r, floor, "", "the country's floor", func(i int) (string, string) {
+		return fmt.Sprintf("+23324%02d34567", 10+i), fmt.Sprintf("198.%d.1.1", 10+i)
+	})
 	b := r.browser(t)
 	b.signIn(token)
 	page := b.get("/console/pumping")
@@ -164,18 +175,11 @@ func TestPumpingRestrictedAbroad(t *testing.T) {
 		}
 	}
 	abroad := pumping.DefaultFloors()[pumping.RuleCountry] / 2
-	for i := 0; i <= abroad; i++ {
-		// Each in a block of 100,000 of its own, from a /24 of its own in
-		// the /16 whose users verify British codes.
-		st := sendFrom(t, r, fmt.Sprintf("+1650%d04567", 20+i), fmt.Sprintf("203.0.%d.1", 10+i))
-		if want := http.StatusAccepted; i == abroad {
-			if st != http.StatusTooManyRequests {
-				t.Fatalf("text %d from abroad over the ledger's floor: %d, want 429", i, st)
-			}
-		} else if st != want {
-			t.Fatalf("text %d from abroad: %d", i, st)
-		}
-	}
+	// Each in a block of 100,000 of its own, from a /24 of its own in the
+	// /16 whose users verify British codes.
+	sendPast(t, r, abroad, " from abroad", "the ledger's floor", func(i int) (string, string) {
+		return fmt.Sprintf("+1650%d04567", 20+i), fmt.Sprintf("203.0.%d.1", 10+i)
+	})
 	if st := sendFrom(t, r, "+14155550123", "198.18.0.1"); st != http.StatusAccepted {
 		t.Fatalf("a new American user from an unknown network: %d, want 202", st)
 	}

@@ -23,13 +23,7 @@
 -- Returns {credited, network id}: credited 0 when the phone has no record
 -- of a counted text or was already approved and texted nothing since (the
 -- caller group is then not credited either).
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = t[1] * 1000 + math.floor(t[2] / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+local now = clock(1000) -- the prelude's (internal/luascript)
 local bucket, nb, phone = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local cur = math.floor(now / bucket)
 local day = math.floor(cur / nb)

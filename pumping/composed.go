@@ -7,12 +7,13 @@ import (
 	"slices"
 	"sync"
 
+	"smsgw/internal/luascript"
 	"smsgw/otp"
 )
 
 // DecideLua is decide.lua, for a script that runs it inside its own with a
 // send's other parts (package sendscript).
-func DecideLua() string { return decideSource }
+func DecideLua() string { return luascript.Source(luaFiles, "decide.lua") }
 
 // Decision is one send's pumping decision prepared as one decide.lua call,
 // for a script that runs decide.lua inside its own. Its reservation is the

@@ -44,13 +44,7 @@
 -- n triples (kind, p1, p2); verdict 1 counted, 0 refused (nothing
 -- counted), 2 counted although rule `rule` would refuse (shadow), 3 ask
 -- again with the caller's signal (nothing counted).
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = t[1] * 1000 + math.floor(t[2] / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+local now = clock(1000) -- the prelude's (internal/luascript)
 local bucket, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, ratio, hourf = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local restrict, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]

@@ -13,92 +13,89 @@ import (
 // ledger of networks known abroad, with half the country's floor, and
 // restricting it leaves the country's own new users served.
 func TestNetworksKnownAbroadCountApart(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
-			f := newFixture(t)
-			g := f.guard(t, func(c *Config) {
-				only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-				c.Floors[RuleCountry] = 4 // abroad: 2
-			}, cluster)
-			ctx := context.Background()
-			// Real British users of 203.0.0.0/16 verify their codes: the
-			// /16 is known for British users, whatever one American
-			// traveller there does.
-			for i := range 20 {
-				gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
-				if r := reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i))); r.Refused != nil {
-					t.Fatalf("a British user refused: %+v", r.Refused)
-				}
-				if err := g.Approved(ctx, gb); err != nil {
-					t.Fatal(err)
-				}
+	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
+		g := f.guard(t, func(c *Config) {
+			only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
+			c.Floors[RuleCountry] = 4 // abroad: 2
+		}, cluster)
+		ctx := context.Background()
+		// Real British users of 203.0.0.0/16 verify their codes: the
+		// /16 is known for British users, whatever one American
+		// traveller there does.
+		for i := range 20 {
+			gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
+			if r := reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i))); r.Refused != nil {
+				t.Fatalf("a British user refused: %+v", r.Refused)
 			}
-			// Proxies in that /16 spread over US numbers. On Cluster the
-			// caller's networks are another call: the first send, before
-			// this replica has heard what the /16 is known for, counts in
-			// the country's own ledger.
-			want := 2
-			if cluster {
-				want = 3
-			}
-			admitted := 0
-			for i := range 12 {
-				r := reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 10+i)))
-				switch {
-				case r.Refused == nil:
-					admitted++
-				case r.Refused.Rule != RuleCountry:
-					t.Fatalf("send %d from abroad refused by %s", i, r.Refused.Rule)
-				}
-			}
-			if admitted != want {
-				t.Fatalf("the spread from abroad got %d texts; want half the country's floor, 2 (and on Cluster the first)", admitted)
-			}
-			// The country's own new users, from networks nobody knows yet,
-			// are still served: the country is not restricted.
-			for i := range 3 {
-				if r := reserve(t, g, phone(t, fmt.Sprintf("+1415%07d", 5550000+i*104729)), ip(fmt.Sprintf("198.18.%d.1", i))); r.Refused != nil {
-					t.Fatalf("a new American user refused during a spread from abroad: %+v", r.Refused)
-				}
-			}
-			held, _, err := g.Holds(ctx)
-			if err != nil {
+			if err := g.Approved(ctx, gb); err != nil {
 				t.Fatal(err)
 			}
-			var us *otp.CountryRestriction
-			for _, h := range held {
-				if h.Rule == RuleCountry && h.Subject == "US" {
-					us = h.Restricted
-				}
+		}
+		// Proxies in that /16 spread over US numbers. On Cluster the
+		// caller's networks are another call: the first send, before
+		// this replica has heard what the /16 is known for, counts in
+		// the country's own ledger.
+		want := 2
+		if cluster {
+			want = 3
+		}
+		admitted := 0
+		for i := range 12 {
+			r := reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 10+i)))
+			switch {
+			case r.Refused == nil:
+				admitted++
+			case r.Refused.Rule != RuleCountry:
+				t.Fatalf("send %d from abroad refused by %s", i, r.Refused.Rule)
 			}
-			if us == nil || !us.Abroad || us.Unverified != 3 || us.Budget != 2 || us.Refused != int64(12-want) {
-				t.Fatalf("US listed as %+v; want restricted for networks abroad, 3 unverified of 2 earned, %d refused", us, 12-want)
+		}
+		if admitted != want {
+			t.Fatalf("the spread from abroad got %d texts; want half the country's floor, 2 (and on Cluster the first)", admitted)
+		}
+		// The country's own new users, from networks nobody knows yet,
+		// are still served: the country is not restricted.
+		for i := range 3 {
+			if r := reserve(t, g, phone(t, fmt.Sprintf("+1415%07d", 5550000+i*104729)), ip(fmt.Sprintf("198.18.%d.1", i))); r.Refused != nil {
+				t.Fatalf("a new American user refused during a spread from abroad: %+v", r.Refused)
 			}
-			// An approval brings the ledger back under its budget; the
-			// restriction holds until restrict_for has passed.
-			if err := g.Approved(ctx, phone(t, fmt.Sprintf("+1650%07d", 2530000+1*7919))); err != nil {
-				t.Fatal(err)
+		}
+		held, _, err := g.Holds(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var us *otp.CountryRestriction
+		for _, h := range held {
+			if h.Rule == RuleCountry && h.Subject == "US" {
+				us = h.Restricted
 			}
-			late := phone(t, "+12125550199")
-			if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused == nil || r.Refused.Rule != RuleCountry {
-				t.Fatalf("a send from abroad while its ledger is restricted: %+v", r.Refused)
-			}
-			// Sends from abroad still arriving keep it restricted past
-			// restrict_for from the trip.
-			f.advance(DefaultConfig().RestrictFor * 2 / 3)
-			if r := reserve(t, g, late, ip("203.0.98.9")); r.Refused == nil {
-				t.Fatal("a send from abroad served while its ledger is restricted")
-			}
-			f.advance(DefaultConfig().RestrictFor * 2 / 3)
-			if r := reserve(t, g, late, ip("203.0.97.9")); r.Refused == nil {
-				t.Fatal("the restriction ended restrict_for after the trip although sends from abroad kept arriving")
-			}
-			f.advance(DefaultConfig().RestrictFor)
-			if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused != nil {
-				t.Fatalf("a send from abroad after the restriction, the ledger under budget: %+v", r.Refused)
-			}
-		})
-	}
+		}
+		if us == nil || !us.Abroad || us.Unverified != 3 || us.Budget != 2 || us.Refused != int64(12-want) {
+			t.Fatalf("US listed as %+v; want restricted for networks abroad, 3 unverified of 2 earned, %d refused", us, 12-want)
+		}
+		// An approval brings the ledger back under its budget; the
+		// restriction holds until restrict_for has passed.
+		if err := g.Approved(ctx, phone(t, fmt.Sprintf("+1650%07d", 2530000+1*7919))); err != nil {
+			t.Fatal(err)
+		}
+		late := phone(t, "+12125550199")
+		if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+			t.Fatalf("a send from abroad while its ledger is restricted: %+v", r.Refused)
+		}
+		// Sends from abroad still arriving keep it restricted past
+		// restrict_for from the trip.
+		f.advance(DefaultConfig().RestrictFor * 2 / 3)
+		if r := reserve(t, g, late, ip("203.0.98.9")); r.Refused == nil {
+			t.Fatal("a send from abroad served while its ledger is restricted")
+		}
+		f.advance(DefaultConfig().RestrictFor * 2 / 3)
+		if r := reserve(t, g, late, ip("203.0.97.9")); r.Refused == nil {
+			t.Fatal("the restriction ended restrict_for after the trip although sends from abroad kept arriving")
+		}
+		f.advance(DefaultConfig().RestrictFor)
+		if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused != nil {
+			t.Fatalf("a send from abroad after the restriction, the ledger under budget: %+v", r.Refused)
+		}
+	})
 }
 
 // What a send from abroad counted is given back when it is not texted, and

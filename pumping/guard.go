@@ -7,7 +7,7 @@ package pumping
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -18,21 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/luascript"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
-)
-
-var (
-	//go:embed decide.lua
-	decideSource string
-	//go:embed approve.lua
-	approveSource string
-	//go:embed release.lua
-	releaseSource string
-
-	decideScript  = redis.NewScript(decideSource)
-	approveScript = redis.NewScript(approveSource)
-	releaseScript = redis.NewScript(releaseSource)
 )
 
 // bucket is the width of one counter; a window is a whole number of them.
@@ -63,6 +51,18 @@ type Guard struct {
 	clock func(context.Context) time.Time
 }
 
+// luaFiles are the package's scripts, each loaded after the prelude every
+// script shares (package luascript).
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+var (
+	decideScript  = luascript.Script(luaFiles, "decide.lua")
+	approveScript = luascript.Script(luaFiles, "approve.lua")
+	releaseScript = luascript.Script(luaFiles, "release.lua")
+)
+
 var (
 	_ otp.PumpingGuard = (*Guard)(nil)
 	_ otp.PumpingAdmin = (*Guard)(nil)
@@ -91,11 +91,9 @@ type Options struct {
 	Scripts Scripts
 }
 
-// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
-// between concurrent calls.
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
+// Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
+// package that runs them).
+type Scripts = redisbatch.Scripts
 
 // New returns a Guard whose keys start with prefix (e.g. "smsgw:"). cfg must
 // be valid.

@@ -51,6 +51,15 @@ func (f *fixture) guard(t *testing.T, edit func(*Config), cluster bool) *Guard {
 	return New(f.rdb, f.prefix, cfg, Options{Clock: func(context.Context) time.Time { return f.clock.Now() }, Cluster: cluster})
 }
 
+// eachLayout runs test as a subtest "cluster=false" and "cluster=true":
+// the guard's calls as on one primary, then one per slot as on Redis
+// Cluster, each on a fixture of its own.
+func eachLayout(t *testing.T, test func(t *testing.T, f *fixture, cluster bool)) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) { test(t, newFixture(t), cluster) })
+	}
+}
+
 func (f *fixture) advance(d time.Duration) { f.clock.Set(f.clock.Now().Add(d)) }
 
 func phone(t testing.TB, raw string) otp.Phone {
@@ -256,74 +265,71 @@ func verifiedEarlier(t *testing.T, f *fixture, g *Guard) otp.Phone {
 // user: a returning number, a caller network whose own codes to this
 // country are approved, a solved challenge; and counts what it did.
 func TestRestrictedCountryServesRealUsers(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
-			f := newFixture(t)
-			g := f.guard(t, func(c *Config) {
-				only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-				c.Floors[RuleCountry] = 3
-			}, cluster)
-			ctx := context.Background()
-			user := verifiedEarlier(t, f, g)
-			// Now bots spread over the country from rotating /16s.
-			admitted := 0
-			for i := 0; i < 20; i++ {
-				r := reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
-				if r.Refused == nil {
-					admitted++
-				} else if r.Refused.Rule != RuleCountry {
-					t.Fatalf("attack send %d refused by %s", i, r.Refused.Rule)
-				}
+	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
+		g := f.guard(t, func(c *Config) {
+			only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
+			c.Floors[RuleCountry] = 3
+		}, cluster)
+		ctx := context.Background()
+		user := verifiedEarlier(t, f, g)
+		// Now bots spread over the country from rotating /16s.
+		admitted := 0
+		for i := 0; i < 20; i++ {
+			r := reserve(t, g, phone(t, fmt.Sprintf("+4477%08d", 10_000_000+i*123_457)), ip(fmt.Sprintf("10.%d.0.1", i)))
+			if r.Refused == nil {
+				admitted++
+			} else if r.Refused.Rule != RuleCountry {
+				t.Fatalf("attack send %d refused by %s", i, r.Refused.Rule)
 			}
-			if admitted != 3 {
-				t.Fatalf("the spread got %d texts; want the floor, 3", admitted)
+		}
+		if admitted != 3 {
+			t.Fatalf("the spread got %d texts; want the floor, 3", admitted)
+		}
+		// The returning user, from a new network: served.
+		if r := reserve(t, g, user, ip("192.0.2.77")); r.Refused != nil {
+			t.Fatalf("a returning number refused: %+v", r.Refused)
+		}
+		// A new user from the network that verifies: served.
+		if r := reserve(t, g, phone(t, "+447400666555"), ip("203.0.113.77")); r.Refused != nil {
+			t.Fatalf("a new number from an approving network refused: %+v", r.Refused)
+		}
+		// The approving network verifies GB codes, not Latvian ones.
+		if r := reserve(t, g, phone(t, "+37126000001"), ip("203.0.113.78")); r.Refused != nil {
+			t.Fatalf("Latvia is not restricted: %+v", r.Refused)
+		}
+		// A new number from nowhere known: refused; with a solved
+		// challenge: served.
+		stranger := phone(t, "+447400777777")
+		if r := reserve(t, g, stranger, ip("198.18.0.1")); r.Refused == nil || r.Refused.Rule != RuleCountry {
+			t.Fatalf("a stranger in a restricted country: %+v", r.Refused)
+		}
+		if _, held := g.Held(stranger, ip("198.18.0.2")); held {
+			t.Fatal("a restricted country is held in memory: its real users could not be told apart")
+		}
+		if r, err := g.Reserve(ctx, stranger, ip("198.18.0.1"), true); err != nil || r.Refused != nil {
+			t.Fatalf("a solved challenge: %+v %v", r.Refused, err)
+		}
+		held, _, err := g.Holds(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gb *otp.PumpingHold
+		for i := range held {
+			if held[i].Rule == RuleCountry && held[i].Subject == "GB" {
+				gb = &held[i]
 			}
-			// The returning user, from a new network: served.
-			if r := reserve(t, g, user, ip("192.0.2.77")); r.Refused != nil {
-				t.Fatalf("a returning number refused: %+v", r.Refused)
-			}
-			// A new user from the network that verifies: served.
-			if r := reserve(t, g, phone(t, "+447400666555"), ip("203.0.113.77")); r.Refused != nil {
-				t.Fatalf("a new number from an approving network refused: %+v", r.Refused)
-			}
-			// The approving network verifies GB codes, not Latvian ones.
-			if r := reserve(t, g, phone(t, "+37126000001"), ip("203.0.113.78")); r.Refused != nil {
-				t.Fatalf("Latvia is not restricted: %+v", r.Refused)
-			}
-			// A new number from nowhere known: refused; with a solved
-			// challenge: served.
-			stranger := phone(t, "+447400777777")
-			if r := reserve(t, g, stranger, ip("198.18.0.1")); r.Refused == nil || r.Refused.Rule != RuleCountry {
-				t.Fatalf("a stranger in a restricted country: %+v", r.Refused)
-			}
-			if _, held := g.Held(stranger, ip("198.18.0.2")); held {
-				t.Fatal("a restricted country is held in memory: its real users could not be told apart")
-			}
-			if r, err := g.Reserve(ctx, stranger, ip("198.18.0.1"), true); err != nil || r.Refused != nil {
-				t.Fatalf("a solved challenge: %+v %v", r.Refused, err)
-			}
-			held, _, err := g.Holds(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var gb *otp.PumpingHold
-			for i := range held {
-				if held[i].Rule == RuleCountry && held[i].Subject == "GB" {
-					gb = &held[i]
-				}
-			}
-			if gb == nil || gb.Restricted == nil {
-				t.Fatalf("GB is not listed as restricted: %+v", held)
-			}
-			want := otp.CountryRestriction{Since: f.clock.Now(), Until: f.clock.Now().Add(DefaultConfig().RestrictFor),
-				Unverified: 4, Budget: 3, Refused: 18, ServedReturning: 1, ServedNetwork: 1, ServedChallenge: 1}
-			if got := *gb.Restricted; !got.Since.Equal(want.Since) || !got.Until.Equal(want.Until) || got.Unverified != want.Unverified ||
-				got.Budget != want.Budget || got.Refused != want.Refused || got.ServedReturning != want.ServedReturning ||
-				got.ServedNetwork != want.ServedNetwork || got.ServedChallenge != want.ServedChallenge {
-				t.Fatalf("restriction %+v; want %+v", got, want)
-			}
-		})
-	}
+		}
+		if gb == nil || gb.Restricted == nil {
+			t.Fatalf("GB is not listed as restricted: %+v", held)
+		}
+		want := otp.CountryRestriction{Since: f.clock.Now(), Until: f.clock.Now().Add(DefaultConfig().RestrictFor),
+			Unverified: 4, Budget: 3, Refused: 18, ServedReturning: 1, ServedNetwork: 1, ServedChallenge: 1}
+		if got := *gb.Restricted; !got.Since.Equal(want.Since) || !got.Until.Equal(want.Until) || got.Unverified != want.Unverified ||
+			got.Budget != want.Budget || got.Refused != want.Refused || got.ServedReturning != want.ServedReturning ||
+			got.ServedNetwork != want.ServedNetwork || got.ServedChallenge != want.ServedChallenge {
+			t.Fatalf("restriction %+v; want %+v", got, want)
+		}
+	})
 }
 
 // With challenge_budget, solved challenges pass a country's rule within a
@@ -478,43 +484,37 @@ func TestBypassPassesRulesButCounts(t *testing.T) {
 }
 
 func TestReleaseGivesBack(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
-			f := newFixture(t)
-			g := f.guard(t, func(c *Config) {
-				only(RuleRange100, RuleNet32, RuleCountry)(c)
-				c.Spend = Spend{Default: 1, Day: 2}
-			}, cluster)
-			ctx := context.Background()
-			for i := 0; i < 10; i++ {
-				r := reserve(t, g, phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"))
-				if r.Refused != nil {
-					t.Fatalf("send %d refused by %s although each was released", i, r.Refused.Rule)
-				}
-				if err := g.Release(ctx, r); err != nil {
-					t.Fatal(err)
-				}
+	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
+		g := f.guard(t, func(c *Config) {
+			only(RuleRange100, RuleNet32, RuleCountry)(c)
+			c.Spend = Spend{Default: 1, Day: 2}
+		}, cluster)
+		ctx := context.Background()
+		for i := 0; i < 10; i++ {
+			r := reserve(t, g, phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"))
+			if r.Refused != nil {
+				t.Fatalf("send %d refused by %s although each was released", i, r.Refused.Rule)
 			}
-		})
-	}
+			if err := g.Release(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 // Two replicas racing on one range admit exactly its budget: the check and
 // the count are one step.
 func TestReplicasRaceOnOneRange(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
-			f := newFixture(t)
-			replicas := []*Guard{f.guard(t, only(RuleRange100), cluster), f.guard(t, only(RuleRange100), cluster)}
-			got := testenv.Race(t, 60, func(i int) string {
-				r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"), false)
-				return reserved(t, r, err)
-			})
-			if n := got["admitted"]; n != 2 {
-				t.Fatalf("admitted %d; want exactly the floor, 2", n)
-			}
+	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
+		replicas := []*Guard{f.guard(t, only(RuleRange100), cluster), f.guard(t, only(RuleRange100), cluster)}
+		got := testenv.Race(t, 60, func(i int) string {
+			r, err := replicas[i%2].Reserve(context.Background(), phone(t, fmt.Sprintf("+4474001000%02d", i)), ip("198.51.100.1"), false)
+			return reserved(t, r, err)
 		})
-	}
+		if n := got["admitted"]; n != 2 {
+			t.Fatalf("admitted %d; want exactly the floor, 2", n)
+		}
+	})
 }
 
 // countingHook counts the commands a client sends, but those the replicas'

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/codestore"
+	"smsgw/internal/luascript"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/pumping"
@@ -217,7 +218,7 @@ return 1`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		other := redis.NewScript(string(src))
+		other := redis.NewScript(luascript.Prelude() + string(src)) // as pumping loads its own
 		parts = append(parts[:2:2], append([]part{{"decide.lua from " + path, func(prefix string, i int) []scriptCall {
 			_, g, _, _ := built(prefix)
 			ph, ip := fresh(b, i)

@@ -207,24 +207,20 @@ func scope(rule string) string {
 
 // signalKey names the caller's narrowest network whose approvals are a
 // positive signal (IPv4 /24, IPv6 /48), for the Cluster's memory of it.
-func signalKey(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
-	bits := 48
-	if ip.Is4() {
-		bits = 24
-	}
-	p, _ := ip.Prefix(bits)
-	return p.String()
-}
+func signalKey(ip netip.Addr) string { return networkKey(ip, 24, 48) }
 
 // wideKey names the caller's widest network (IPv4 /16, IPv6 /32): what it
 // is known for, its users' country, is remembered on Cluster (see
 // signalFor).
-func wideKey(ip netip.Addr) string {
+func wideKey(ip netip.Addr) string { return networkKey(ip, 16, 32) }
+
+// networkKey names the caller's network of v4 bits (IPv4) or v6 bits
+// (IPv6).
+func networkKey(ip netip.Addr, v4, v6 int) string {
 	ip = ip.Unmap().WithZone("")
-	bits := 32
+	bits := v6
 	if ip.Is4() {
-		bits = 16
+		bits = v4
 	}
 	p, _ := ip.Prefix(bits)
 	return p.String()

@@ -12,13 +12,7 @@
 -- Numbers go to redis.call as Lua numbers, never through tostring: Redis
 -- formats them with %.17g, exact for integers below 2^53 (microsecond
 -- timestamps are about 2^51). Fresh subjects, the common case, cost one ZCARD.
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  now = tonumber(ARGV[1])
-end
+local now = clock(1000000) -- the prelude's (internal/luascript)
 local lease = tonumber(ARGV[3])
 local nsub = #KEYS
 if lease > 0 then

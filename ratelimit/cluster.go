@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"smsgw/internal/hashslot"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
@@ -17,19 +18,11 @@ func (l *Limiter) slots(subjects []otp.Subject) [][]otp.Subject {
 	if !l.cluster || len(subjects) < 2 {
 		return [][]otp.Subject{subjects}
 	}
-	var groups [][]otp.Subject
-	index := make(map[uint16]int, len(subjects))
+	var groups hashslot.Groups[otp.Subject]
 	for _, s := range subjects {
-		slot := hashSlot(s.Key)
-		i, ok := index[slot]
-		if !ok {
-			i = len(groups)
-			index[slot] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], s)
+		groups.Add(hashslot.OfTag(s.Key), s)
 	}
-	return groups
+	return groups.List()
 }
 
 // allowAcross decides a request whose subjects live on several slots, in
@@ -146,21 +139,4 @@ func (l *Limiter) settle(ctx context.Context, ticket string, how settleMode, gro
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// hashSlot is Redis Cluster's slot of a key whose hash tag is tag:
-// CRC16 (XMODEM) modulo 16384.
-func hashSlot(tag string) uint16 {
-	var crc uint16
-	for i := 0; i < len(tag); i++ {
-		crc ^= uint16(tag[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
 }

@@ -5,7 +5,7 @@ package ratelimit
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -13,21 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/luascript"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
-)
-
-var (
-	//go:embed allow.lua
-	allowSource string
-	//go:embed status.lua
-	statusSource string
-	//go:embed settle.lua
-	settleSource string
-
-	allowScript  = redis.NewScript(allowSource)
-	statusScript = redis.NewScript(statusSource)
-	settleScript = redis.NewScript(settleSource)
 )
 
 // Limiter is an otp.Limiter. On one primary (with or without Sentinel) a
@@ -49,11 +37,21 @@ type Limiter struct {
 	now func() time.Time
 }
 
-// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips
-// between concurrent calls.
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
+// luaFiles are the package's scripts, each loaded after the prelude every
+// script shares (package luascript).
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+var (
+	allowScript  = luascript.Script(luaFiles, "allow.lua")
+	statusScript = luascript.Script(luaFiles, "status.lua")
+	settleScript = luascript.Script(luaFiles, "settle.lua")
+)
+
+// Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
+// package that runs them).
+type Scripts = redisbatch.Scripts
 
 var _ otp.Limiter = (*Limiter)(nil)
 

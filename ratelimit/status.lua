@@ -3,13 +3,7 @@
 -- allow.lua (allowArgs; ticket and lease unused, KEYS only the subject
 -- sets); the reply {now, used, reset_us, used, reset_us, ...} is read by
 -- parseStatusReply.
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  now = tonumber(ARGV[1])
-end
+local now = clock(1000000) -- the prelude's (internal/luascript)
 local out = {now}
 local pos = 4
 for i = 1, #KEYS do

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/hashslot"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
@@ -74,7 +75,7 @@ func TestCluster(t *testing.T) {
 			if tag == "" {
 				continue // an empty tag is no tag; subjects always have keys
 			}
-			if got := hashSlot(tag); int64(got) != want {
+			if got := hashslot.OfTag(tag); int64(got) != want {
 				t.Errorf("slot of %q: %d, Redis says %d", tag, got, want)
 			}
 		}

@@ -4,13 +4,9 @@ import (
 	"errors"
 	"time"
 
+	"smsgw/internal/luascript"
 	"smsgw/otp"
 )
-
-// AllowLua and SettleLua are allow.lua and settle.lua, for a script that
-// runs them inside its own with a send's other parts (package sendscript).
-func AllowLua() string  { return allowSource }
-func SettleLua() string { return settleSource }
 
 // Windows is one decision of every window of a send's subjects, prepared
 // for a script that runs allow.lua inside its own: the call that decides
@@ -27,6 +23,11 @@ type Windows struct {
 	Keys, UndoKeys []string
 	Args, UndoArgs []any
 }
+
+// AllowLua and SettleLua are allow.lua and settle.lua, for a script that
+// runs them inside its own with a send's other parts (package sendscript).
+func AllowLua() string  { return luascript.Source(luaFiles, "allow.lua") }
+func SettleLua() string { return luascript.Source(luaFiles, "settle.lua") }
 
 var errSeveralSlots = errors.New("ratelimit: the subjects are on several Cluster slots: not one call")
 

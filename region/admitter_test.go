@@ -82,6 +82,31 @@ func admitted(a otp.Admitted) bool {
 	return a.Claim == otp.Claimed && a.Limited && a.Decision.Allowed && a.Pumping.Refused == nil && a.Issued
 }
 
+// raceFromBoth races 30 sends, every other one from b, the others from a
+// (adm builds send i), and counts the sends admitted.
+func raceFromBoth(t *testing.T, a, b otp.SendAdmitter, adm func(i int) otp.Admission) int {
+	t.Helper()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 30 {
+		from := a
+		if i%2 == 1 {
+			from = b
+		}
+		wg.Go(func() {
+			got, err := from.Admit(context.Background(), adm(i))
+			if err != nil {
+				t.Error(err)
+			}
+			if admitted(got) {
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
 func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 	p := newPair(t, 0)
 	a, b := admitterOf(t, p.a), admitterOf(t, p.b)
@@ -121,26 +146,11 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 
 	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
 		const limit = 3
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		for i := range 30 {
-			from := a
-			if i%2 == 1 {
-				from = b
-			}
-			wg.Go(func() {
-				got, err := from.Admit(ctx, admission(t, "+14155550104", "US", "192.0.2.4", limit, 1000))
-				if err != nil {
-					t.Error(err)
-				}
-				if admitted(got) {
-					n.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if n.Load() != limit {
-			t.Fatalf("admitted %d, want exactly %d", n.Load(), limit)
+		n := raceFromBoth(t, a, b, func(int) otp.Admission {
+			return admission(t, "+14155550104", "US", "192.0.2.4", limit, 1000)
+		})
+		if n != limit {
+			t.Fatalf("admitted %d, want exactly %d", n, limit)
 		}
 	})
 
@@ -287,26 +297,11 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 
 	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
 		const limit = 3
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		for i := range 30 {
-			from := a
-			if i%2 == 1 {
-				from = c
-			}
-			wg.Go(func() {
-				got, err := from.Admit(ctx, admission(t, "+33612370001", "FR", fmt.Sprintf("192.0.2.%d", 150+i), limit, 1000))
-				if err != nil {
-					t.Error(err)
-				}
-				if admitted(got) {
-					n.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if n.Load() != limit {
-			t.Fatalf("admitted %d, want exactly %d", n.Load(), limit)
+		n := raceFromBoth(t, a, c, func(i int) otp.Admission {
+			return admission(t, "+33612370001", "FR", fmt.Sprintf("192.0.2.%d", 150+i), limit, 1000)
+		})
+		if n != limit {
+			t.Fatalf("admitted %d, want exactly %d", n, limit)
 		}
 		n2, err := cluster.Client().ZCard(ctx, prefix+"rl:{send:phone:+33612370001}").Result()
 		if err != nil || n2 != limit {

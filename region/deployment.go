@@ -7,14 +7,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/ratelimit"
 )
 
-// Scripts runs Redis scripts; a *redisbatch.Batcher shares round trips.
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
+// Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
+// package that runs them).
+type Scripts = redisbatch.Scripts
 
 // Store is one region's Redis and what smsgw keeps in it, built by the
 // composition root as for a single region.

@@ -15,15 +15,19 @@ import (
 	"smsgw/ratelimit"
 )
 
-// Scripts runs Redis scripts; the root's *redisbatch.Batcher shares round
-// trips with the parts' own calls (and WAITs for min_replicas_acked).
-type Scripts interface {
-	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
-}
+// Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
+// package that runs them).
+type Scripts = redisbatch.Scripts
 
 // Admitter is an otp.SendAdmitter over the parts' own stores: what it
 // counts and stores, their Refund, Release, Check and Settle read.
 type Admitter struct {
+	stores
+}
+
+// stores are the composed script, what runs it and the parts' stores:
+// what Admitter and ClusterAdmitter share.
+type stores struct {
 	scripts     Scripts
 	script      *redis.Script
 	limiter     *ratelimit.Limiter
@@ -37,8 +41,8 @@ var _ otp.SendAdmitter = (*Admitter)(nil)
 // New composes the script (once: a part's script changes with its
 // package). The parts must share one Redis primary with scripts.
 func New(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, idempotency *codestore.Idempotency) *Admitter {
-	return &Admitter{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter, guard: guard,
-		codes: codes, idempotency: idempotency}
+	return &Admitter{stores{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter, guard: guard,
+		codes: codes, idempotency: idempotency}}
 }
 
 // Admit runs every part the admission asks for in one script call.
@@ -95,11 +99,7 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 		return out, fmt.Errorf("sendscript: %w", err)
 	}
 	if notReplicated != nil {
-		// Done on the primary, but a failover could forget it: take it back
-		// and fail closed rather than text on a record that may vanish.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.Undo(uctx, adm, out)))
+		return out, a.failClosed(ctx, notReplicated, adm, out)
 	}
 	return out, nil
 }
@@ -144,18 +144,24 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 
 // Undo takes back what an admission counted and stored (the claim is the
 // caller's to settle), within ctx: the caller bounds it.
-func (a *Admitter) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
-	return undo(ctx, a.limiter, a.guard, a.codes, adm, out)
-}
-
-func undo(ctx context.Context, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, adm otp.Admission, out otp.Admitted) error {
+func (s stores) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
 	var errs []error
 	if out.Limited && out.Decision.Allowed && len(adm.Subjects) > 0 {
-		errs = append(errs, limiter.Refund(ctx, adm.Ticket, adm.Subjects))
+		errs = append(errs, s.limiter.Refund(ctx, adm.Ticket, adm.Subjects))
 	}
-	errs = append(errs, guard.Release(ctx, out.Pumping))
+	errs = append(errs, s.guard.Release(ctx, out.Pumping))
 	if out.Issued && out.Pending == nil {
-		errs = append(errs, codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
+		errs = append(errs, s.codes.Discard(ctx, adm.Phone.E164, adm.Code.MAC))
 	}
 	return errors.Join(errs...)
+}
+
+// failClosed takes back an admission done on the primaries whose replicas
+// did not acknowledge it in time (notReplicated): a failover could forget
+// it, so the send fails closed rather than text on a record that may
+// vanish.
+func (s stores) failClosed(ctx context.Context, notReplicated error, adm otp.Admission, out otp.Admitted) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return fmt.Errorf("sendscript: %w", errors.Join(notReplicated, s.Undo(uctx, adm, out)))
 }

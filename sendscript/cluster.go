@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/codestore"
+	"smsgw/internal/hashslot"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/pumping"
@@ -40,13 +41,8 @@ import (
 // untexted (the next admitted send texts it) or renews a pending code's
 // expiry; it never deletes one, which another send may have texted.
 type ClusterAdmitter struct {
-	scripts     Scripts
-	script      *redis.Script
-	limiter     *ratelimit.Limiter
-	guard       *pumping.Guard
-	codes       *codestore.Store
-	idempotency *codestore.Idempotency
-	log         *slog.Logger
+	stores
+	log *slog.Logger
 }
 
 var _ otp.SendAdmitter = (*ClusterAdmitter)(nil)
@@ -57,8 +53,8 @@ func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ClusterAdmitter{scripts: scripts, script: redis.NewScript(composeCluster()), limiter: limiter, guard: guard,
-		codes: codes, idempotency: idempotency, log: log}
+	return &ClusterAdmitter{stores: stores{scripts: scripts, script: redis.NewScript(composeCluster()), limiter: limiter,
+		guard: guard, codes: codes, idempotency: idempotency}, log: log}
 }
 
 // composeCluster is compose with the per-slot orchestrator: it gives
@@ -160,7 +156,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 	}
 	var units []*unit
 	place := func(key string, kind int) *unit {
-		slot := keySlot(key)
+		slot := hashslot.Of(key)
 		for _, u := range units {
 			if u.slot == slot && !u.parts[kind].asked() && (kind != partIssue || !u.issue) {
 				return u
@@ -192,8 +188,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 // windowGroups prepares the windows as one allow.lua call per slot, or
 // answers a refusal this replica remembers.
 func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
-	var bySlot [][]otp.Subject
-	index := map[uint16]int{}
+	var bySlot hashslot.Groups[otp.Subject]
 	for _, s := range adm.Subjects {
 		w, err := a.limiter.Windows(adm.Ticket, []otp.Subject{s})
 		if err != nil {
@@ -206,23 +201,16 @@ func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, 
 			}
 			continue
 		}
-		slot := keySlot(w.Keys[0])
-		i, ok := index[slot]
-		if !ok {
-			i = len(bySlot)
-			index[slot] = i
-			bySlot = append(bySlot, nil)
-		}
-		bySlot[i] = append(bySlot[i], s)
+		bySlot.Add(hashslot.Of(w.Keys[0]), s)
 	}
-	groups := make([]ratelimit.Windows, len(bySlot))
-	for i, subjects := range bySlot {
+	groups := make([]ratelimit.Windows, len(bySlot.List()))
+	for i, subjects := range bySlot.List() {
 		var err error
 		if groups[i], err = a.limiter.Windows(adm.Ticket, subjects); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	return groups, bySlot, nil, nil
+	return groups, bySlot.List(), nil, nil
 }
 
 // allAtOnce runs several calls so that they leave in one pipeline
@@ -361,11 +349,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	}
 	out.Pending, out.Issued = pending, true
 	if notReplicated != nil {
-		// Done on the primaries, but a failover could forget it: take it
-		// back and fail closed rather than text on a record that may vanish.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		return out, fmt.Errorf("sendscript: %w", errors.Join(notReplicated, a.Undo(uctx, adm, out)))
+		return out, a.failClosed(ctx, notReplicated, adm, out)
 	}
 	return out, nil
 }
@@ -402,35 +386,6 @@ func combine(decisions []otp.Decision, subjects []otp.Subject) (otp.Decision, bo
 	return best, true
 }
 
-// Undo takes back what an admission counted and stored (the claim is the
-// caller's to settle), within ctx.
-func (a *ClusterAdmitter) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) error {
-	return undo(ctx, a.limiter, a.guard, a.codes, adm, out)
-}
-
 func (a *ClusterAdmitter) warn(ctx context.Context, err error) {
 	a.log.WarnContext(ctx, "taking back a send refused on another slot failed; the quota stays used", "err", err)
-}
-
-// keySlot is Redis Cluster's slot of a key: CRC16 (XMODEM) of its hash
-// tag (the first {...} with something inside, else the whole key), modulo
-// 16384.
-func keySlot(key string) uint16 {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
 }

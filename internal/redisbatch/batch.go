@@ -13,6 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Scripts runs Redis scripts: a *Batcher shares round trips between
+// concurrent calls; the stores take any (a region's home, a test's client).
+type Scripts interface {
+	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
+}
+
+var _ Scripts = (*Batcher)(nil)
+
 // Batcher sends script calls the way a database groups commits: a call that
 // finds a pipeline slot free starts a pipeline at once, and every call that
 // arrives while all slots are busy rides along in the next one. An idle
