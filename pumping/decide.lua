@@ -221,12 +221,13 @@ end
 
 -- foreign says whether a network level is known for real users of other
 -- countries rather than of this one: at least two codes approved
--- elsewhere, and ten times as many as here. A send from it to this country
--- is most likely a proxy abroad; the few real users travelling there earn
--- room in the ledger of networks known abroad, not a sign for the network.
+-- elsewhere, and more than twice as many as here. A send from it to this
+-- country is most likely a proxy abroad; the few real users travelling
+-- there earn room in the ledger of networks known abroad, not a sign for
+-- the network.
 local function foreign(all, here)
   local elsewhere = all.A - here.A
-  return elsewhere >= 2 and here.A * 10 < elsewhere
+  return elsewhere >= 2 and here.A * 2 < elsewhere
 end
 
 -- callerSignal is 2 when the widest signal level of the caller's networks
@@ -354,6 +355,12 @@ for i = 1, n do
         led.trip = f
         led.rx = now + restrict
         lrestricted = true
+      elseif st.abroad and lrestricted and add == 1 then
+        -- Sends from abroad still arriving while their ledger is
+        -- restricted keep it restricted: the room travellers earn it is
+        -- theirs again only once the spread stops.
+        led.trip = {'rx', now + restrict}
+        led.rx = now + restrict
       end
       st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
       st.add = add

@@ -81,6 +81,16 @@ func TestNetworksKnownAbroadCountApart(t *testing.T) {
 		if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused == nil || r.Refused.Rule != RuleCountry {
 			t.Fatalf("a send from abroad while its ledger is restricted: %+v", r.Refused)
 		}
+		// Sends from abroad still arriving keep it restricted past
+		// restrict_for from the trip.
+		f.advance(DefaultConfig().RestrictFor * 2 / 3)
+		if r := reserve(t, g, late, ip("203.0.98.9")); r.Refused == nil {
+			t.Fatal("a send from abroad served while its ledger is restricted")
+		}
+		f.advance(DefaultConfig().RestrictFor * 2 / 3)
+		if r := reserve(t, g, late, ip("203.0.97.9")); r.Refused == nil {
+			t.Fatal("the restriction ended restrict_for after the trip although sends from abroad kept arriving")
+		}
 		f.advance(DefaultConfig().RestrictFor)
 		if r := reserve(t, g, late, ip("203.0.99.9")); r.Refused != nil {
 			t.Fatalf("a send from abroad after the restriction, the ledger under budget: %+v", r.Refused)
