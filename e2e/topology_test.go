@@ -210,10 +210,13 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 	var (
 		mu       sync.Mutex
 		admitted = map[string]int{}
-		first503 time.Time
-		after202 time.Time
-		seq      atomic.Int64
-		killed   atomic.Bool
+		// admissions says when and through which process each phone was
+		// admitted, for the log of a failure.
+		admissions = map[string][]string{}
+		first503   time.Time
+		after202   time.Time
+		seq        atomic.Int64
+		killed     atomic.Bool
 	)
 	send := func(phone string) int {
 		i := seq.Add(1)
@@ -225,6 +228,7 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 		switch r.Status {
 		case 202:
 			admitted[phone]++
+			admissions[phone] = append(admissions[phone], fmt.Sprintf("%s via %s (killed %v)", began.Format("15:04:05.000"), procs[i%2].URL, killed.Load()))
 			// Only a request made after the outage began was admitted by
 			// the new primary.
 			if !first503.IsZero() && began.After(first503) && after202.IsZero() {
@@ -297,8 +301,11 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	for _, n := range admitted {
+	for phone, n := range admitted {
 		over += max(n-1, 0)
+		if n > 1 && acked > 0 {
+			t.Logf("%s admitted %d times: %v", phone, n, admissions[phone])
+		}
 	}
 	return over, after202.Sub(first503)
 }
