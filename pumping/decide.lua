@@ -418,9 +418,13 @@ if rule > 0 and mode ~= 1 then
       -- Cluster, the caller's signal not known: ask again with it.
       return {3, rule, math.floor(ru), math.floor(rb), math.ceil(retry), 0, 0, 0, cur, 0, sigout, 0}
     end
+    -- Each ledger keeps its own trip (or its renewal), even while the
+    -- country's own restriction is the one that refuses; the refusal is
+    -- counted where the console reads it.
+    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
+    if st.fo and st.fo.trip then redis.call('HSET', st.fo.key, unpack(st.fo.trip)) end
     local led = st
     if st.fo and not (st.rx ~= nil and st.rx > now) then led = st.fo end
-    if led.trip then redis.call('HSET', led.key, unpack(led.trip)) end
     redis.call('HINCRBY', led.key, 'nq', 1)
   end
   return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0, sigout, 0}

@@ -149,3 +149,49 @@ func TestNetworksKnownAbroadReleaseAndApprove(t *testing.T) {
 		t.Fatalf("after an approval the second /16 got %d texts; want the ledger's floor 2 plus 1 earned", admitted)
 	}
 }
+
+// A restriction of the ledger of networks known abroad is renewed by the
+// sends from abroad it meets even while the country's own restriction is
+// the one refusing them: when the country's lapses, the spread's does not.
+func TestAbroadRestrictionOutlastsTheCountrys(t *testing.T) {
+	f := newFixture(t)
+	g := f.guard(t, func(c *Config) {
+		only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
+		c.Floors[RuleCountry] = 4 // abroad: 2
+	}, false)
+	ctx := context.Background()
+	for i := range 20 {
+		gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
+		reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i)))
+		if err := g.Approved(ctx, gb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abroad := func(i int) otp.PumpingReservation {
+		return reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 100+i)))
+	}
+	for i := range 3 { // two texted, the third trips the abroad ledger
+		if r := abroad(i); (r.Refused != nil) != (i == 2) {
+			t.Fatalf("send %d from abroad: %+v", i, r.Refused)
+		}
+	}
+	restrict := DefaultConfig().RestrictFor
+	f.advance(restrict / 6)
+	for i := range 5 { // four texted, the fifth restricts the country itself
+		r := reserve(t, g, phone(t, fmt.Sprintf("+1415%07d", 5550000+i*104729)), ip(fmt.Sprintf("198.18.%d.1", i)))
+		if (r.Refused != nil) != (i == 4) {
+			t.Fatalf("send %d from an unknown network: %+v", i, r.Refused)
+		}
+	}
+	f.advance(restrict * 2 / 3) // both restricted; the abroad ledger's first hour nearly over
+	if err := g.Approved(ctx, phone(t, fmt.Sprintf("+1650%07d", 2530000))); err != nil {
+		t.Fatal(err) // one of its texts verifies: it is under its budget again
+	}
+	if r := abroad(3); r.Refused == nil {
+		t.Fatal("a send from abroad served while the country is restricted")
+	}
+	f.advance(restrict / 3) // the country's restriction is over, the abroad ledger's first one too
+	if r := abroad(4); r.Refused == nil {
+		t.Fatal("the spread from abroad was served again once the country's own restriction lapsed")
+	}
+}
