@@ -12,25 +12,33 @@ import (
 // another country send to this one. Their sends count in the country's
 // ledger of networks known abroad, with half the country's floor, and
 // restricting it leaves the country's own new users served.
+// abroadGuard is a guard with only the country and the signal levels of the
+// network rules on, the country's floor 4 (abroad: 2), and 203.0.0.0/16
+// known for British users: 20 of them verified their codes there.
+func abroadGuard(t *testing.T, f *fixture, cluster bool) *Guard {
+	t.Helper()
+	g := f.guard(t, func(c *Config) {
+		only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
+		c.Floors[RuleCountry] = 4
+	}, cluster)
+	for i := range 20 {
+		gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
+		if r := reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i))); r.Refused != nil {
+			t.Fatalf("a British user refused: %+v", r.Refused)
+		}
+		if err := g.Approved(context.Background(), gb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
 func TestNetworksKnownAbroadCountApart(t *testing.T) {
 	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
-		g := f.guard(t, func(c *Config) {
-			only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-			c.Floors[RuleCountry] = 4 // abroad: 2
-		}, cluster)
-		ctx := context.Background()
-		// Real British users of 203.0.0.0/16 verify their codes: the
-		// /16 is known for British users, whatever one American
+		// The /16 is known for British users, whatever one American
 		// traveller there does.
-		for i := range 20 {
-			gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
-			if r := reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i))); r.Refused != nil {
-				t.Fatalf("a British user refused: %+v", r.Refused)
-			}
-			if err := g.Approved(ctx, gb); err != nil {
-				t.Fatal(err)
-			}
-		}
+		g := abroadGuard(t, f, cluster)
+		ctx := context.Background()
 		// Proxies in that /16 spread over US numbers. On Cluster the
 		// caller's networks are another call: the first send, before
 		// this replica has heard what the /16 is known for, counts in
@@ -155,18 +163,8 @@ func TestNetworksKnownAbroadReleaseAndApprove(t *testing.T) {
 // the one refusing them: when the country's lapses, the spread's does not.
 func TestAbroadRestrictionOutlastsTheCountrys(t *testing.T) {
 	f := newFixture(t)
-	g := f.guard(t, func(c *Config) {
-		only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
-		c.Floors[RuleCountry] = 4 // abroad: 2
-	}, false)
+	g := abroadGuard(t, f, false)
 	ctx := context.Background()
-	for i := range 20 {
-		gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
-		reserve(t, g, gb, ip(fmt.Sprintf("203.0.%d.5", i)))
-		if err := g.Approved(ctx, gb); err != nil {
-			t.Fatal(err)
-		}
-	}
 	abroad := func(i int) otp.PumpingReservation {
 		return reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 100+i)))
 	}
