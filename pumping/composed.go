@@ -83,11 +83,8 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 			return Decision{}, err
 		}
 		d.here = calls
-		for _, c := range calls {
-			if c.grp.record == "" && c.reply.signal >= 0 {
-				g.noteSignal(ip, countryOf(phone), c.reply.signal, now)
-				signal = signalArg(c.reply.signal)
-			}
+		if sig := g.noteCallerSignal(calls, nil, phone, ip, now); sig >= 0 {
+			signal = signalArg(sig)
 		}
 		if d.RefusedHere() {
 			d.grp = group{} // refused here: nothing crosses
@@ -136,16 +133,7 @@ func (g *Guard) decideHere(ctx context.Context, here []group, phone otp.Phone, n
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		var counted []call
-		for i, c := range calls {
-			if errs[i] == nil && c.reply.verdict != verdictRefused {
-				counted = append(counted, c)
-			}
-		}
-		res := otp.PumpingReservation{Ticket: &reservation{phone: phone.E164, calls: counted}}
-		if rerr := g.Release(context.WithoutCancel(ctx), res); rerr != nil {
-			g.log.WarnContext(ctx, "releasing a partial pumping reservation failed", "err", rerr)
-		}
+		g.releaseCounted(ctx, phone, calls, errs, "releasing a partial pumping reservation failed")
 		return nil, err
 	}
 	return calls, nil
@@ -157,10 +145,7 @@ func (d Decision) Abandon(ctx context.Context) {
 	if len(d.here) == 0 || d.RefusedHere() || *d.read {
 		return
 	}
-	res := otp.PumpingReservation{Ticket: &reservation{phone: d.phone.E164, calls: d.here}}
-	if err := d.g.Release(context.WithoutCancel(ctx), res); err != nil {
-		d.g.log.WarnContext(ctx, "releasing an abandoned pumping reservation failed", "err", err)
-	}
+	d.g.releaseCounted(ctx, d.phone, d.here, nil, "releasing an abandoned pumping reservation failed")
 }
 
 // Read reads decide.lua's reply into the reservation, as Reserve would,

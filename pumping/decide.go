@@ -128,6 +128,9 @@ const (
 	verdictAskAgain decideVerdict = 3
 )
 
+// counted says whether the call counted the send (and a release owes it).
+func (v decideVerdict) counted() bool { return v == verdictCounted || v == verdictShadow }
+
 // Positions in decide.lua's reply (0-based, as Go reads it).
 const (
 	decideReplyVerdict    = iota

@@ -327,7 +327,7 @@ for i = 1, n do
     end
     if sig == nil then
       -- The ledger this send counts in: the country's, or, from a network
-      -- known abroad, the country's ledger of foreign networks, with a
+      -- known abroad, the country's ledger of foreign networks, with
       -- half its floor, so a spread from proxies abroad restricts
       -- those networks without restricting the country's own users.
       local led, lfloor = st, floor

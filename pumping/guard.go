@@ -212,22 +212,53 @@ func (g *Guard) Reserve(ctx context.Context, phone otp.Phone, ip netip.Addr, byp
 			})
 		}
 		wg.Wait()
-		// The caller's call reports its networks' signal: remember it, and
-		// ask a restricted country again with it.
-		sig := int64(-1)
-		for i, c := range calls {
-			if errs[i] == nil && groups[i].record == "" && c.reply.signal >= 0 {
-				sig = c.reply.signal
-				g.noteSignal(ip, countryOf(phone), sig, now)
-			}
-		}
-		for i, c := range calls {
-			if errs[i] == nil && c.reply.verdict == verdictAskAgain {
-				calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, signalArg(sig))
-			}
-		}
+		g.askAgain(ctx, groups, calls, errs, phone, ip, netid, mode, now)
 	}
 	return g.conclude(ctx, phone, mode, calls, errs)
+}
+
+// askAgain remembers what the caller's call said of its networks' signal
+// and asks a restricted country that answered verdictAskAgain again with
+// it: calls made apart, one per group.
+func (g *Guard) askAgain(ctx context.Context, groups []group, calls []call, errs []error, phone otp.Phone, ip netip.Addr, netid string, mode decideMode, now time.Time) {
+	sig := g.noteCallerSignal(calls, errs, phone, ip, now)
+	for i, c := range calls {
+		if errs[i] == nil && c.reply.verdict == verdictAskAgain {
+			calls[i], errs[i] = g.decide(ctx, groups[i], phone, netid, mode, signalArg(sig))
+		}
+	}
+}
+
+// noteCallerSignal remembers the signal the caller's call (the group with
+// no phone record) reported of its networks, and returns it (-1: none).
+// errs may be nil when every call answered.
+func (g *Guard) noteCallerSignal(calls []call, errs []error, phone otp.Phone, ip netip.Addr, now time.Time) int64 {
+	sig := int64(-1)
+	for i, c := range calls {
+		if (errs == nil || errs[i] == nil) && c.grp.record == "" && c.reply.signal >= 0 {
+			sig = c.reply.signal
+			g.noteSignal(ip, countryOf(phone), sig, now)
+		}
+	}
+	return sig
+}
+
+// releaseCounted takes back what the calls that counted the send counted
+// (errs may be nil when every call answered); failing, it logs msg.
+func (g *Guard) releaseCounted(ctx context.Context, phone otp.Phone, calls []call, errs []error, msg string) {
+	var counted []call
+	for i, c := range calls {
+		if (errs == nil || errs[i] == nil) && c.reply.verdict.counted() {
+			counted = append(counted, c)
+		}
+	}
+	if len(counted) == 0 {
+		return
+	}
+	res := otp.PumpingReservation{Ticket: &reservation{phone: phone.E164, calls: counted}}
+	if err := g.Release(context.WithoutCancel(ctx), res); err != nil {
+		g.log.WarnContext(ctx, msg, "err", err)
+	}
 }
 
 // conclude turns a send's decide.lua calls into its reservation: a refusal
@@ -246,7 +277,7 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 		verdict, rule := c.reply.verdict, c.reply.rule
 		// Asked again and still without the caller's signal: nothing was
 		// counted, so it is a refusal, never an admission.
-		refused := verdict == verdictRefused || verdict == verdictAskAgain
+		refused := !verdict.counted()
 		if !refused {
 			counted = append(counted, c)
 		}

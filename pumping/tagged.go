@@ -54,12 +54,7 @@ func (g *Guard) TagDecisions(ctx context.Context, phone otp.Phone, ip netip.Addr
 // failure of one group takes back what the others counted.
 func (d TagDecisions) Read(ctx context.Context, replies []any) (otp.PumpingReservation, error) {
 	calls, errs := d.read(replies)
-	sig := d.signal(calls, errs)
-	for i, c := range calls {
-		if errs[i] == nil && c.reply.verdict == verdictAskAgain {
-			calls[i], errs[i] = d.g.decide(ctx, d.groups[i], d.phone, d.netid, d.mode, signalArg(sig))
-		}
-	}
+	d.g.askAgain(ctx, d.groups, calls, errs, d.phone, d.ip, d.netid, d.mode, d.now)
 	return d.g.conclude(ctx, d.phone, d.mode, calls, errs)
 }
 
@@ -68,20 +63,8 @@ func (d TagDecisions) Read(ctx context.Context, replies []any) (otp.PumpingReser
 // run.
 func (d TagDecisions) Abandon(ctx context.Context, replies []any) {
 	calls, errs := d.read(replies)
-	d.signal(calls, errs)
-	var counted []call
-	for i, c := range calls {
-		if errs[i] == nil && (c.reply.verdict == verdictCounted || c.reply.verdict == verdictShadow) {
-			counted = append(counted, c)
-		}
-	}
-	if len(counted) == 0 {
-		return
-	}
-	res := otp.PumpingReservation{Ticket: &reservation{phone: d.phone.E164, calls: counted}}
-	if err := d.g.Release(context.WithoutCancel(ctx), res); err != nil {
-		d.g.log.WarnContext(ctx, "releasing an abandoned pumping reservation failed", "err", err)
-	}
+	d.g.noteCallerSignal(calls, errs, d.phone, d.ip, d.now)
+	d.g.releaseCounted(ctx, d.phone, calls, errs, "releasing an abandoned pumping reservation failed")
 }
 
 func (d TagDecisions) read(replies []any) ([]call, []error) {
@@ -94,18 +77,6 @@ func (d TagDecisions) read(replies []any) ([]call, []error) {
 		}
 	}
 	return calls, errs
-}
-
-// signal remembers what the caller's group said of its networks' signal.
-func (d TagDecisions) signal(calls []call, errs []error) int64 {
-	sig := int64(-1)
-	for i, c := range calls {
-		if errs[i] == nil && d.groups[i].record == "" && c.reply.signal >= 0 {
-			sig = c.reply.signal
-			d.g.noteSignal(d.ip, countryOf(d.phone), sig, d.now)
-		}
-	}
-	return sig
 }
 
 var errNotRun = errors.New("pumping: decide: the call did not run")
