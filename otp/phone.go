@@ -215,3 +215,12 @@ func (p Phone) CallingCode() int {
 	}
 	return int(p.num.GetCountryCode())
 }
+
+// Dependent says whether the number's country shares its calling code with
+// another that phonenumbers names first (Jersey, Guernsey and the Isle of
+// Man under +44's United Kingdom; Canada and the Caribbean under +1): a
+// random spread over the main country's numbers reaches it without aiming.
+func (p Phone) Dependent() bool {
+	cc := p.CallingCode()
+	return cc > 0 && p.region != "" && phonenumbers.GetRegionCodeForCountryCode(cc) != p.region
+}

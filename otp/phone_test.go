@@ -161,3 +161,32 @@ func TestInvalidPhoneSaysHowToWriteIt(t *testing.T) {
 		})
 	}
 }
+
+func TestPhoneDependent(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      bool
+	}{
+		{"United Kingdom", "+447400123456", false},
+		{"Jersey, inside +44 7", "+447797123456", true},
+		{"Isle of Man", "+447624123456", true},
+		{"United States", "+14155552671", false},
+		{"Canada, under +1", "+14165550123", true},
+		{"Jamaica, under +1", "+18768765432", true},
+		{"Germany, a code of its own", "+4915123456789", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParsePhone(tt.raw, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Dependent(); got != tt.want {
+				t.Errorf("%s (%s).Dependent() = %v, want %v", tt.raw, p.Country(), got, tt.want)
+			}
+		})
+	}
+	if (Phone{}).Dependent() {
+		t.Error("the zero Phone is dependent")
+	}
+}

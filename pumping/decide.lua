@@ -328,12 +328,12 @@ for i = 1, n do
     if sig == nil then
       -- The ledger this send counts in: the country's, or, from a network
       -- known abroad, the country's ledger of foreign networks, with
-      -- half its floor, so a spread from proxies abroad restricts
+      -- a third of its floor, so a spread from proxies abroad restricts
       -- those networks without restricting the country's own users.
       local led, lfloor = st, floor
       if st.abroad then
         led = load(subj[i].fo, true, 'c')
-        lfloor = math.max(math.floor(floor / 2), 1)
+        lfloor = math.max(math.floor(floor / 3), 1)
         st.fo = led
       end
       local lrestricted = led.rx ~= nil and led.rx > now

@@ -94,6 +94,9 @@ func (g *Guard) destination(p otp.Phone) group {
 			id: "+" + block + strings.Repeat("x", drop), key: tag + "r:" + block})
 	}
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
+		if p.Dependent() {
+			floor = max(floor/5, 2)
+		}
 		block, _ := returningBlock(p)
 		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
 			key: tag + "c", challenged: tag + "cc", foreign: tag + "cf", ret: tag + "v:" + block})
