@@ -68,6 +68,8 @@ local h = tonumber(r[1])
 if h == nil or h < oldest then
   return {0, ''}
 end
+-- The number's resends start afresh (decide.lua, field t).
+redis.call('HDEL', rec, 't')
 if r[2] then
   -- Approved before in this window: the ranges and the country counted the
   -- number once and were credited; a later text's networks were not.

@@ -142,7 +142,7 @@ const (
 	decideReplyNearUsed   // its unverified texts
 	decideReplyNearBudget // its budget
 	decideReplyBucket     // the bucket counted in, for release.lua
-	decideReplyNew        // 1 when the phone was counted anew
+	decideReplyNew        // 1 when the phone was counted anew, 2 a resend past the free ones counted again
 	decideReplySignal     // the caller networks' signal: 1 good, 2 known abroad, 0 none, -1 not asked
 	decideReplyCountryNew // what the country counted anew, bits: 1 the phone, 2 its challenge ledger, 4 its foreign networks' ledger
 	decideReplyLen
@@ -157,7 +157,7 @@ type decideReply struct {
 	near                 int
 	nearUsed, nearBudget int64
 	bucket               int64
-	fresh                bool
+	recorded             int64 // decideReplyNew
 	signal               int64
 	countryNew           int64
 }
@@ -179,11 +179,11 @@ func parseDecideReply(v any, subjects int) (decideReply, error) {
 		verdict: decideVerdict(n[decideReplyVerdict]), rule: int(n[decideReplyRule]),
 		used: n[decideReplyUsed], budget: n[decideReplyBudget], retry: time.Duration(n[decideReplyRetry]) * time.Millisecond,
 		near: int(n[decideReplyNear]), nearUsed: n[decideReplyNearUsed], nearBudget: n[decideReplyNearBudget],
-		bucket: n[decideReplyBucket], fresh: n[decideReplyNew] == 1, signal: n[decideReplySignal],
+		bucket: n[decideReplyBucket], recorded: n[decideReplyNew], signal: n[decideReplySignal],
 		countryNew: n[decideReplyCountryNew],
 	}
 	if r.verdict < verdictRefused || r.verdict > verdictAskAgain || r.rule < 0 || r.rule > subjects ||
-		r.near < 0 || r.near > subjects || (r.verdict != verdictCounted && r.rule == 0) {
+		r.near < 0 || r.near > subjects || r.recorded < 0 || r.recorded > 2 || (r.verdict != verdictCounted && r.rule == 0) {
 		return decideReply{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	return r, nil

@@ -171,12 +171,23 @@ end
 local n = tonumber(ARGV[10])
 local ki, ai = 1, 15
 local rec, counted, verified, recu, reck, recf, stale = nil, false, false, false, false, false, false
+-- again: the number was texted three times since it was counted or its
+-- code approved (field t), and this text counts in the country as a new number
+-- would, and is no returning user's. A resend is free so that a user
+-- whose text is late is not counted twice; more than two are not, or a
+-- handful of numbers admitted once could be texted at the phone windows'
+-- pace (240 a day each) from rotating networks at no rule's expense. The
+-- ranges keep counting a number once: the country sees a spread of
+-- resends over many ranges, and a range's own numbers are its measure.
+local again, resends = false, 0
 if ARGV[11] == '1' then
   rec = KEYS[1]
   ki = 2
-  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k', 'f')
+  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k', 'f', 't')
   local h = tonumber(r[1])
   counted = h ~= nil and h >= oldest
+  resends = tonumber(r[6]) or 0
+  again = counted and resends >= 3
   verified = r[2] ~= false
   recu = counted and r[3] ~= false
   reck = counted and r[4] ~= false
@@ -291,7 +302,7 @@ for i = 1, n do
     if mode == 2 then
       sig = 'c'
     else
-      if retdays > 0 and tail ~= '' then
+      if retdays > 0 and tail ~= '' and not again then
         local d = tonumber(redis.call('HGET', subj[i].ret, tail))
         if d ~= nil and d >= math.floor(now / 86400000) - retdays then sig = 'r' end
       end
@@ -316,7 +327,7 @@ for i = 1, n do
       local ch = load(subj[i].ch, true, 'ch')
       st.ch = ch
       local add = 1
-      if reck then add = 0 end
+      if reck and not again then add = 0 end
       st.chadd = add
       u = math.max(ch.S - ch.A, 0)
       budget = floor + ratio * math.max(ch.A, hourf * ch.hour, ch.pk)
@@ -339,7 +350,7 @@ for i = 1, n do
       local lrestricted = led.rx ~= nil and led.rx > now
       -- A resend to a number already counted is one of u.
       local add = 1
-      if recu or recf then add = 0 end
+      if (recu or recf) and not again then add = 0 end
       u = math.max(led.S - led.A, 0)
       budget = lfloor + ratio * math.max(led.A, hourf * led.hour, led.pk)
       local bh = lfloor + ratio * led.hour
@@ -462,9 +473,9 @@ for i = 1, n do
   if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
 end
 if rec ~= nil then
-  local f = {'n', netid}
+  local f = {'n', netid, 't', resends + 1}
   if not counted then
-    f[#f + 1], f[#f + 2] = 'h', cur
+    f[#f + 1], f[#f + 2], f[4] = 'h', cur, 1
     if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k', 'f') end
   end
   if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
@@ -477,5 +488,9 @@ if rec ~= nil then
   redis.call('PEXPIRE', rec, window)
 end
 local new = 0
-if rec ~= nil and not counted then new = 1 end
+if rec ~= nil and not counted then
+  new = 1
+elseif again then
+  new = 2
+end
 return {verdict, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, new, sigout, cnew}

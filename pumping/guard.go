@@ -171,11 +171,11 @@ func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
 
 // call is one script call: the groups it decided, and what release needs.
 type call struct {
-	grp    group
-	bucket int64
-	fresh  bool  // the phone was counted anew
-	cnew   int64 // what the country counted anew (see decide.lua)
-	reply  decideReply
+	grp      group
+	bucket   int64
+	recorded int64 // 1 the phone was counted anew, 2 a resend counted again
+	cnew     int64 // what the country counted anew (see decide.lua)
+	reply    decideReply
 	// country routes the release of a destination group (several regions).
 	country string
 }
@@ -399,7 +399,7 @@ func readCall(grp group, phone otp.Phone, v any) (call, error) {
 	if err != nil {
 		return call{}, fmt.Errorf("pumping: decide: %w", err)
 	}
-	return call{grp: grp, bucket: r.bucket, fresh: r.fresh, cnew: r.countryNew, reply: r, country: phone.Country()}, nil
+	return call{grp: grp, bucket: r.bucket, recorded: r.recorded, cnew: r.countryNew, reply: r, country: phone.Country()}, nil
 }
 
 // refusal describes the rule a call's reply names.
@@ -429,11 +429,7 @@ func (g *Guard) Release(ctx context.Context, r otp.PumpingReservation) error {
 	var first error
 	for _, c := range t.calls {
 		args := make([]any, 0, 4+2*len(c.grp.subjects))
-		fresh := "0"
-		if c.fresh {
-			fresh = "1"
-		}
-		args = append(args, c.bucket, t.phone, fresh, flag(c.grp.record != ""), len(c.grp.subjects))
+		args = append(args, c.bucket, t.phone, c.recorded, flag(c.grp.record != ""), len(c.grp.subjects))
 		for _, s := range c.grp.subjects {
 			amount := s.price
 			if s.kind == 'c' {

@@ -182,21 +182,6 @@ func TestApprovalsEarnRoom(t *testing.T) {
 	}
 }
 
-// A resend to a number already counted does not count it again.
-func TestResendCountsTheNumberOnce(t *testing.T) {
-	f := newFixture(t)
-	g := f.guard(t, only(RuleRange100), false)
-	a, b := phone(t, "+447400100001"), phone(t, "+447400100002")
-	for i := 0; i < 5; i++ {
-		if r := reserve(t, g, a, ip("198.51.100.1")); r.Refused != nil {
-			t.Fatalf("resend %d refused", i)
-		}
-	}
-	if r := reserve(t, g, b, ip("198.51.100.1")); r.Refused != nil {
-		t.Fatal("a second number refused: the resends counted as numbers")
-	}
-}
-
 // The window slides: a full range gets room back as its texts age out.
 func TestWindowSlides(t *testing.T) {
 	f := newFixture(t)

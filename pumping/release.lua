@@ -5,14 +5,16 @@
 -- KEYS     as decide.lua's call, the same group
 -- ARGV[1]  the bucket decide.lua counted in
 -- ARGV[2]  the phone (E.164)
--- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too)
+-- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too),
+--          2 when it counted a resend past the free ones again (the country
+--          gives it back, the record keeps its first count)
 -- ARGV[4]  1 when KEYS[1] is the phone's record
 -- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
 --          its country ledger: two keys), amount (the price
 --          for "m"; for "c" what decide.lua counted anew, bits: 1 the
 --          country, 2 its challenge ledger, 4 its foreign networks' ledger;
 --          else ignored)
-local x, phone, new = ARGV[1], ARGV[2], ARGV[3] == '1'
+local x, phone, new, again = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[3] == '2'
 local n = tonumber(ARGV[5])
 local ki, ai = 1, 6
 local rec = nil
@@ -42,7 +44,7 @@ for i = 1, n do
     if amount % 2 == 1 then keys[#keys + 1] = key end
     if math.floor(amount / 2) % 2 == 1 then keys[#keys + 1] = ch end
     if amount >= 4 then keys[#keys + 1] = fo end
-    if rec ~= nil and not new then
+    if rec ~= nil and not new and not again then
       if amount % 2 == 1 then redis.call('HDEL', rec, 'u') end
       if math.floor(amount / 2) % 2 == 1 then redis.call('HDEL', rec, 'k') end
       if amount >= 4 then redis.call('HDEL', rec, 'f') end
@@ -66,5 +68,11 @@ for i = 1, n do
     end
   end
 end
-if rec ~= nil and new then redis.call('DEL', rec) end
+if rec ~= nil and new then
+  redis.call('DEL', rec)
+elseif rec ~= nil then
+  -- Not texted: not one of the number's resends either.
+  local t = tonumber(redis.call('HGET', rec, 't'))
+  if t ~= nil and t > 0 then redis.call('HSET', rec, 't', t - 1) end
+end
 return 1

@@ -216,6 +216,7 @@ type attackKind int
 const (
 	sequential attackKind = iota // consecutive numbers from a start
 	spread                       // random numbers within ranges
+	repeat                       // the same few numbers over and over (pool of them)
 )
 
 // wave is one attacker's traffic.
@@ -230,6 +231,8 @@ type wave struct {
 	// conversion.
 	verifyOwn  float64
 	ownNumbers []otp.Phone
+	// pool is how many numbers a repeat wave texts in turn.
+	pool int
 }
 
 type scenario struct {
@@ -290,6 +293,10 @@ func warmScenarios(scale float64) []scenario {
 			ranges: dripRanges, from: newSlash24}}},
 		{name: "attack on the busiest country (US)", attacked: "US", waves: []wave{{start: 19 * h, dur: 10 * time.Minute, rate: 10, kind: spread,
 			ranges: []string{"+1650253xxxx", "+1713555xxxx"}, from: newSlash24}}},
+		// Each number at the phone windows' pace (one every 6 minutes),
+		// nobody verifying: every text after the first is a resend.
+		{name: "resends to 20 numbers from rotating proxies", waves: []wave{{start: time.Hour, dur: 22 * h, rate: 20.0 / 360, kind: repeat,
+			pool: 20, ranges: []string{"+3712xxxxxxx"}, from: newSlash24}}},
 		{name: "attacker verifies own numbers to fake conversion", waves: []wave{{start: 16 * h, dur: 30 * time.Minute, rate: 5, kind: sequential,
 			ranges: []string{"+639171000000"}, from: rotating64In48, verifyOwn: 0.03, ownNumbers: own}}},
 	}
@@ -510,11 +517,22 @@ func (s *sim) generate(sc *scenario, length time.Duration) []*user {
 	for _, w := range sc.waves {
 		n := int(w.rate * w.dur.Seconds())
 		next := make([]int64, len(w.ranges))
+		var pool []otp.Phone
+		for range w.pool {
+			for {
+				if p, err := otp.ParsePhone(fill(s.rng, w.ranges[s.rng.IntN(len(w.ranges))]), ""); err == nil {
+					pool = append(pool, p)
+					break
+				}
+			}
+		}
 		for i := 0; i < n; i++ {
 			at := w.start + time.Duration(float64(i)/w.rate*float64(time.Second))
 			u := &user{attack: true, ip: w.from(s.rng), solves: s.rng.Float64() < 0.05}
 			if w.verifyOwn > 0 && s.rng.Float64() < w.verifyOwn {
 				u.phone, u.own, u.verifies, u.delay = w.ownNumbers[s.rng.IntN(len(w.ownNumbers))], true, true, 20*time.Second
+			} else if w.kind == repeat {
+				u.phone = pool[i%len(pool)]
 			} else {
 				k := s.rng.IntN(len(w.ranges))
 				for {
