@@ -357,26 +357,57 @@ for i = 1, n do
       local over = u + add > budget
       local overh = led.uh + add > bh
       if overh and not over then u, budget = led.uh, bh end
-      if over or overh then
+      local trip = over or overh
+      if trip and st.abroad and not lrestricted then
+        -- Real travellers come in bursts: a ledger of networks known
+        -- abroad refuses the sends over its budget, and is restricted
+        -- only at the third such refusal within an hour (a spread
+        -- reaches it within minutes; an hour of travellers seldom).
+        local o = redis.call('HMGET', led.key, 'oq', 'ot')
+        local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
+        if now - ot >= bucket then oq, ot = 0, now end
+        oq = oq + 1
+        trip = oq >= 3
+        led.over = {'oq', oq, 'ot', ot}
+      end
+      if trip then
         local f = {'rx', now + restrict}
         if not lrestricted then
+          -- The refusals that led to the trip are the restriction's.
+          local nq = 0
+          if led.over then nq = led.over[2] - 1 end
           f = {'rx', now + restrict, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
-            'rh', (overh and not over) and 1 or 0, 'nq', 0, 'nr', 0, 'nn', 0, 'nc', 0}
+            'rh', (overh and not over) and 1 or 0, 'nq', nq, 'nr', 0, 'nn', 0, 'nc', 0}
         end
         led.trip = f
         led.rx = now + restrict
         lrestricted = true
       elseif st.abroad and lrestricted and add == 1 then
         -- Sends from abroad still arriving while their ledger is
-        -- restricted keep it restricted: the room travellers earn it is
-        -- theirs again only once the spread stops.
-        led.trip = {'rx', now + restrict}
-        led.rx = now + restrict
+        -- restricted keep it restricted, the room travellers earn it
+        -- theirs again only once the spread stops: while the sends it
+        -- refused within the hour are more than its floor and twice the
+        -- travellers' approvals of an average hour. Real travellers alone
+        -- let it lapse (each of them renewing it, it would never end).
+        local o = redis.call('HMGET', led.key, 'oq', 'ot')
+        local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
+        if now - ot >= bucket then oq, ot = 0, now end
+        oq = oq + 1
+        led.over = {'oq', oq, 'ot', ot}
+        if oq > lfloor + ratio * 2 * led.A / nb then
+          led.trip = {'rx', now + restrict}
+          led.rx = now + restrict
+        end
       end
       st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
       st.add = add
       if st.refuse and mode ~= 1 then
         st.retry = math.max(math.max(st.rx or 0, led.rx or 0) - now, 1000)
+        if not (restricted or lrestricted) then
+          -- Refused over budget, not restricted: the hour's counts move
+          -- at the next bucket.
+          st.retry = (cur + 1) * bucket - now
+        end
         if st.unknown then unknown = true end
       end
     else
@@ -434,6 +465,7 @@ if rule > 0 and mode ~= 1 then
     -- counted where the console reads it.
     if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
     if st.fo and st.fo.trip then redis.call('HSET', st.fo.key, unpack(st.fo.trip)) end
+    if st.fo and st.fo.over then redis.call('HSET', st.fo.key, unpack(st.fo.over)) end
     local led = st
     if st.fo and not (st.rx ~= nil and st.rx > now) then led = st.fo end
     redis.call('HINCRBY', led.key, 'nq', 1)

@@ -178,8 +178,8 @@ func TestAbroadRestrictionOutlastsTheCountrys(t *testing.T) {
 	abroad := func(i int) otp.PumpingReservation {
 		return reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 100+i)))
 	}
-	for i := range 3 { // two texted, the third trips the abroad ledger
-		if r := abroad(i); (r.Refused != nil) != (i == 2) {
+	for i := range 5 { // two texted, the third refusal restricts the abroad ledger
+		if r := abroad(i); (r.Refused != nil) != (i >= 2) {
 			t.Fatalf("send %d from abroad: %+v", i, r.Refused)
 		}
 	}
@@ -195,11 +195,45 @@ func TestAbroadRestrictionOutlastsTheCountrys(t *testing.T) {
 	if err := g.Approved(ctx, phone(t, fmt.Sprintf("+1650%07d", 2530000))); err != nil {
 		t.Fatal(err) // one of its texts verifies: it is under its budget again
 	}
-	if r := abroad(3); r.Refused == nil {
+	if r := abroad(5); r.Refused == nil {
 		t.Fatal("a send from abroad served while the country is restricted")
 	}
 	f.advance(restrict / 3) // the country's restriction is over, the abroad ledger's first one too
-	if r := abroad(4); r.Refused == nil {
+	if r := abroad(6); r.Refused == nil {
 		t.Fatal("the spread from abroad was served again once the country's own restriction lapsed")
+	}
+}
+
+// Travellers come in bursts: a ledger of networks known abroad over its
+// budget refuses the sends over it, but is restricted only at the third
+// such refusal within an hour, so an approval gives the next traveller
+// room at once.
+func TestAbroadLedgerRestrictsAtTheThirdRefusal(t *testing.T) {
+	f := newFixture(t)
+	g := abroadGuard(t, f, false)
+	ctx := context.Background()
+	travellers := make([]otp.Phone, 5)
+	for i := range travellers {
+		travellers[i] = phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919))
+	}
+	for i, p := range travellers[:3] { // the ledger's floor, 2, then one over
+		if r := reserve(t, g, p, ip(fmt.Sprintf("203.0.%d.9", 100+i))); (r.Refused != nil) != (i == 2) {
+			t.Fatalf("traveller %d: %+v", i, r.Refused)
+		}
+	}
+	held, _, err := g.Holds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range held {
+		if h.Restricted != nil {
+			t.Fatalf("one send over the budget restricted %s: %+v", h.Subject, h.Restricted)
+		}
+	}
+	if err := g.Approved(ctx, travellers[0]); err != nil {
+		t.Fatal(err)
+	}
+	if r := reserve(t, g, travellers[3], ip("203.0.110.9")); r.Refused != nil {
+		t.Fatalf("a traveller after an approval gave the ledger room: %+v", r.Refused)
 	}
 }
