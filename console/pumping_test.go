@@ -180,6 +180,12 @@ func TestPumpingRestrictedAbroad(t *testing.T) {
 	sendPast(t, r, abroad, " from abroad", "the ledger's floor", func(i int) (string, string) {
 		return fmt.Sprintf("+1650%d04567", 20+i), fmt.Sprintf("203.0.%d.1", 10+i)
 	})
+	// The ledger is restricted at its third refusal within the hour.
+	for i := range 2 {
+		if st := sendFrom(t, r, fmt.Sprintf("+1650%d04567", 40+i), fmt.Sprintf("203.0.%d.1", 40+i)); st != http.StatusTooManyRequests {
+			t.Fatalf("refusal %d from abroad: %d, want 429", i+2, st)
+		}
+	}
 	if st := sendFrom(t, r, "+14155550123", "198.18.0.1"); st != http.StatusAccepted {
 		t.Fatalf("a new American user from an unknown network: %d, want 202", st)
 	}
