@@ -33,7 +33,7 @@ const (
 type claimState int64
 
 const (
-	claimTaken claimState = 1 // claimed for this request
+	claimTaken claimState = 1 // claimed for this request (also when it held it already)
 	claimHeld  claimState = 2 // another request holds the claim
 	claimDone  claimState = 3 // the scope has its answer
 )

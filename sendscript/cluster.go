@@ -34,12 +34,17 @@ import (
 // and a replica dying before its release leaves that quota used (a refusal
 // too early, never an admission too many), as a failed refund does.
 //
-// The idempotency claim, when the send has a key, is its own call first: a
-// duplicate in flight must not count anything, or it could take the quota
-// of the request it duplicates. The code is issued in the same round as the
-// decisions, so a send refused on another slot leaves a new code pending
-// untexted (the next admitted send texts it) or renews a pending code's
-// expiry; it never deletes one, which another send may have texted.
+// The idempotency claim, when the send has a key, runs in the same round:
+// its key shares the number's per-phone hash tag (codestore.Idempotency),
+// so it is the first part of that slot's script, and a duplicate in flight
+// or a replay counts nothing in the number's windows. What such a request
+// counted on the other slots (the address's windows, the pumping groups)
+// is taken back as after a refusal; until then it holds one unit of each
+// for about a round trip (docs/redis.md, "What runs in order"). The code is
+// issued in the same round as the decisions, so a send refused on another
+// slot (or a duplicate) leaves a new code pending untexted (the next
+// admitted send texts it) or renews a pending code's expiry; it never
+// deletes one, which another send may have texted.
 type ClusterAdmitter struct {
 	stores
 	log *slog.Logger
@@ -86,7 +91,8 @@ func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumping
 }
 
 // Admit runs the send's parts in one composed script per slot, the slots
-// in parallel (after the idempotency claim, when keyed).
+// in parallel, the idempotency claim (when keyed) with the number's
+// windows.
 func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	return a.admit(ctx, adm, a.tagged)
 }
@@ -130,29 +136,16 @@ type unit struct {
 	// windows and decide index the send's windows groups and pumping calls
 	// this unit runs (-1: none).
 	windows, decide int
-	issue           bool
+	issue, claim    bool
 	reply           []any
 	err             error
 }
 
 func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	if adm.Scope != "" {
-		claim, prior, err := a.idempotency.Claim(ctx, adm.Scope, adm.Ticket, adm.ClaimTTL)
-		if err != nil {
-			return out, fmt.Errorf("sendscript: %w", err)
-		}
-		if out.Claim, out.Prior = claim, prior; claim != otp.Claimed {
-			return out, nil
-		}
-	}
 	groups, subjects, remembered, err := a.windowGroups(adm)
 	if err != nil {
 		return out, err
-	}
-	if remembered != nil {
-		out.Decision, out.Limited = *remembered, true
-		return out, nil
 	}
 	var units []*unit
 	place := func(key string, kind int) *unit {
@@ -165,6 +158,29 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		u := &unit{slot: slot, windows: -1, decide: -1}
 		units = append(units, u)
 		return u
+	}
+	if adm.Scope != "" {
+		// First, so the number's windows (same tag) join its unit.
+		keys, args := a.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		u := place(keys[0], partClaim)
+		u.parts[partClaim], u.claim = call{keys, args}, true
+	}
+	if remembered != nil {
+		// Refused from memory: a keyed send still answers its replay
+		// first, so only the claim is asked.
+		out.Decision, out.Limited = *remembered, true
+		if len(units) == 0 {
+			return out, nil
+		}
+		a.run(ctx, units)
+		u := units[0]
+		if u.err != nil {
+			return out, fmt.Errorf("sendscript: %w", u.err)
+		}
+		if out.Claim, out.Prior, err = codestore.ReadClaim(u.reply[replyClaim]); err != nil || out.Claim != otp.Claimed {
+			return otp.Admitted{Claim: out.Claim, Prior: out.Prior}, wrap(err)
+		}
+		return out, nil
 	}
 	for i, w := range groups {
 		u := place(w.Keys[0], partAllow)
@@ -183,6 +199,14 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 	u.parts[partIssue], u.issue = call{keys, args}, true
 	a.run(ctx, units)
 	return a.read(ctx, adm, out, units, groups, subjects, pump)
+}
+
+// wrap marks an error as this package's (nil stays nil).
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sendscript: %w", err)
 }
 
 // windowGroups prepares the windows as one allow.lua call per slot, or
@@ -266,7 +290,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart) (otp.Admitted, error) {
 	windows := make([]any, len(groups))
 	decides := make([]any, len(pump.calls))
-	var issued any
+	var issued, claimed any
 	var failed, notReplicated error
 	for _, u := range units {
 		var nr *redisbatch.NotReplicatedError
@@ -285,6 +309,21 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		}
 		if u.issue {
 			issued = ran(u.reply[replyIssue])
+		}
+		if u.claim {
+			claimed = u.reply[replyClaim]
+		}
+	}
+	// The claim: a duplicate in flight or a replay stopped on the number's
+	// slot; what it counted on the others is taken back as after a
+	// refusal.
+	if claimed != nil && failed == nil {
+		c, prior, err := codestore.ReadClaim(claimed)
+		switch {
+		case err != nil:
+			failed = err
+		case c != otp.Claimed:
+			out.Claim, out.Prior = c, prior
 		}
 	}
 	// The windows: admitted only when every slot admitted.
@@ -314,13 +353,16 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		}
 	}
 	d, allowed := combine(decisions, adm.Subjects)
-	if failed != nil || !allowed || len(decisions) < len(groups) {
+	if failed != nil || out.Claim != otp.Claimed || !allowed || len(decisions) < len(groups) {
 		refund()
 		if pump.abandon != nil {
 			pump.abandon(ctx, decides)
 		}
 		if failed != nil {
 			return out, fmt.Errorf("sendscript: %w", failed)
+		}
+		if out.Claim != otp.Claimed {
+			return out, nil
 		}
 		out.Decision, out.Limited = d, true
 		return out, nil

@@ -71,7 +71,7 @@ func clusterAdmission(t testing.TB, ticket, raw, ip string, max, ipMax int) otp.
 	p := phone(t, raw)
 	return otp.Admission{Ticket: ticket, Phone: p, ClientIP: netip.MustParseAddr(ip), Pumping: true,
 		Subjects: []otp.Subject{
-			{Scope: "phone", Key: "phone:" + p.E164, Rules: []otp.Rule{{Window: time.Hour, Max: max}}},
+			{Scope: "phone", Key: otp.SendPhoneKey + p.E164, Rules: []otp.Rule{{Window: time.Hour, Max: max}}},
 			{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: ipMax}}},
 		},
 		Code: otp.StoredCode{MAC: []byte("mac-" + ticket), Sealed: []byte("sealed-" + ticket)}, CodeTTL: 5 * time.Minute}
@@ -144,7 +144,7 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 			limit      int
 		}{
 			{"one phone, many addresses", func(int) string { return "+447400300001" },
-				func(i int) string { return fmt.Sprintf("198.51.%d.%d", 101+i/200, i%200+1) }, 3, 50, "phone:+447400300001", 3},
+				func(i int) string { return fmt.Sprintf("198.51.%d.%d", 101+i/200, i%200+1) }, 3, 50, "send:phone:+447400300001", 3},
 			{"one address, many phones", func(i int) string { return fmt.Sprintf("+4474004%05d", i) },
 				func(int) string { return "198.51.99.7" }, 5, 4, "ip:198.51.99.7", 4},
 		} {
@@ -194,21 +194,94 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		}
 	})
 
-	t.Run("an idempotency key is claimed first", func(t *testing.T) {
-		r := replicas[0]
-		a := clusterAdmission(t, "k1", "+447400600001", "198.51.97.1", 5, 10)
-		a.Scope, a.ClaimTTL = "send\x00k-"+prefix, time.Minute
-		if out, err := r.admitter.Admit(ctx, a); err != nil || !accepted(out) {
+	t.Run("an idempotency key is claimed with the number's windows, in the same round", func(t *testing.T) {
+		const raw = "+447400600001"
+		first := clusterAdmission(t, "k1", raw, "198.51.97.1", 5, 10)
+		first.Scope, first.ClaimTTL = otp.SendScope(first.Phone.E164, "k-"+prefix), time.Minute
+		trips := &roundTrips{}
+		rdb.AddHook(trips)
+		if out, err := replicas[0].admitter.Admit(ctx, first); err != nil || !accepted(out) {
 			t.Fatalf("%+v, %v", out, err)
 		}
-		b := a
-		b.Ticket = "k2"
-		out, err := replicas[1].admitter.Admit(ctx, b)
-		if err != nil || out.Claim != otp.ClaimBusy || out.Limited || out.Issued {
-			t.Fatalf("%+v, %v; want busy, nothing else asked", out, err)
+		// One pipeline, split by shard: the claim rides in it.
+		if p := trips.trips.Load(); p != 1 {
+			t.Fatalf("a keyed send made %d round trips, want 1", p)
 		}
-		if n := zcard("phone:+447400600001"); n != 1 {
-			t.Fatalf("the window holds %d tickets, want 1: a retry counts nothing", n)
+		for i, tc := range []struct {
+			name   string
+			settle []byte // the first request's answer; nil: still running
+			want   otp.Claim
+		}{
+			{"a duplicate in flight", nil, otp.ClaimBusy},
+			{"a replay once answered", []byte(`{"request_id":"r1"}`), otp.ClaimDone},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.settle != nil {
+					if err := replicas[0].admitter.idempotency.Settle(ctx, first.Scope, first.Ticket, tc.settle, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := replicas[1]
+				ip := fmt.Sprintf("198.51.97.%d", 2+i)
+				again := clusterAdmission(t, fmt.Sprintf("k%d", 2+i), raw, ip, 5, 10)
+				again.Scope, again.ClaimTTL = first.Scope, time.Minute
+				batches := r.calls.batches.Load()
+				out, err := r.admitter.Admit(ctx, again)
+				if err != nil || out.Claim != tc.want || out.Limited || out.Issued || string(out.Prior) != string(tc.settle) {
+					t.Fatalf("%+v, %v; want %v, nothing held", out, err, tc.want)
+				}
+				if b := r.calls.batches.Load() - batches; b != 1 {
+					t.Fatalf("%d rounds of calls, want the claim in the one round", b)
+				}
+				if n := zcard(otp.SendPhoneKey + raw); n != 1 {
+					t.Fatalf("the number's window holds %d tickets, want 1: the claim stopped the duplicate there", n)
+				}
+				if n := zcard("ip:" + ip); n != 0 {
+					t.Fatalf("the duplicate's address window holds %d tickets, want 0: given back", n)
+				}
+			})
+		}
+	})
+
+	t.Run("racers with one key through two replicas: one admission, one count", func(t *testing.T) {
+		const racers = 20
+		for round := range 3 {
+			var admitted, busy atomic.Int64
+			var wg sync.WaitGroup
+			e164 := fmt.Sprintf("+44740061%04d", round)
+			scope := otp.SendScope(e164, "race-"+prefix)
+			ip := func(i int) string { return fmt.Sprintf("198.51.%d.%d", 90+round, 1+i) }
+			for i := range racers {
+				wg.Go(func() {
+					a := clusterAdmission(t, fmt.Sprintf("race%d-%d", round, i), e164, ip(i), 3, 10)
+					a.Scope, a.ClaimTTL = scope, time.Minute
+					out, err := replicas[i%2].admitter.Admit(ctx, a)
+					switch {
+					case err != nil:
+						t.Error(err)
+					case accepted(out):
+						admitted.Add(1)
+					case out.Claim == otp.ClaimBusy && !out.Limited && !out.Issued:
+						busy.Add(1)
+					default:
+						t.Errorf("racer %d: %+v; want admitted or busy", i, out)
+					}
+				})
+			}
+			wg.Wait()
+			if admitted.Load() != 1 || busy.Load() != racers-1 {
+				t.Fatalf("round %d: %d admitted, %d busy; want 1 and %d", round, admitted.Load(), busy.Load(), racers-1)
+			}
+			if n := zcard(otp.SendPhoneKey + e164); n != 1 {
+				t.Fatalf("round %d: the number's window holds %d tickets, want 1", round, n)
+			}
+			var ips int64
+			for i := range racers {
+				ips += zcard("ip:" + ip(i))
+			}
+			if ips != 1 {
+				t.Fatalf("round %d: the racers' address windows hold %d tickets, want 1: the duplicates gave theirs back", round, ips)
+			}
 		}
 	})
 	t.Run("a pumping refusal gives the windows back", func(t *testing.T) {
@@ -229,7 +302,7 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		if last.Pumping.Refused.Rule != pumping.RuleRange100 || !last.Decision.Allowed || last.Issued {
 			t.Fatalf("refusal %+v, decision allowed %v, issued %v", last.Pumping.Refused, last.Decision.Allowed, last.Issued)
 		}
-		for _, key := range []string{fmt.Sprintf("phone:+4474007000%02d", floor), fmt.Sprintf("ip:%d.51.0.1", 10+floor)} {
+		for _, key := range []string{fmt.Sprintf("send:phone:+4474007000%02d", floor), fmt.Sprintf("ip:%d.51.0.1", 10+floor)} {
 			if n, err := rdb.ZCard(ctx, own+"rl:{"+key+"}").Result(); err != nil || n != 0 {
 				t.Fatalf("%s holds %d tickets (%v) after a pumping refusal, want 0", key, n, err)
 			}
