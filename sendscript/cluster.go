@@ -79,15 +79,19 @@ func composeCluster() string {
 // scripts, and how to read them.
 type pumpingPart struct {
 	calls []pumping.TagCall
-	// read concludes the reservation once every call ran; abandon takes
-	// back what ran (nil: did not) when another part refused.
+	// read concludes the reservation once every call ran; abandon reads
+	// what ran (nil: did not) when another part refused, and returns what
+	// takes it back (nil: nothing), for the caller to run now or after
+	// its answer.
 	read    func(ctx context.Context, replies []any) (otp.PumpingReservation, error)
-	abandon func(ctx context.Context, replies []any)
+	abandon func(ctx context.Context, replies []any) (release func())
 }
 
 func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumpingPart {
 	d := a.guard.TagDecisions(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
-	return pumpingPart{calls: d.Calls, read: d.Read, abandon: d.Abandon}
+	return pumpingPart{calls: d.Calls, read: d.Read, abandon: func(ctx context.Context, replies []any) func() {
+		return func() { d.Abandon(ctx, replies) }
+	}}
 }
 
 // Admit runs the send's parts in one composed script per slot, the slots
@@ -112,18 +116,22 @@ func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, d
 		}}
 		if decision.Keys != nil {
 			p.calls = []pumping.TagCall{{Keys: decision.Keys, Args: decision.Args}}
-			p.abandon = func(ctx context.Context, replies []any) {
+			p.abandon = func(ctx context.Context, replies []any) func() {
 				if replies[0] == nil {
-					return // the caller abandons what it decided
+					return nil // the caller abandons what it decided
 				}
-				if res, err := decision.Read(ctx, replies[0]); err == nil && res.Refused == nil {
+				res, err := decision.Read(ctx, replies[0])
+				if err != nil || res.Refused != nil {
+					return nil
+				}
+				return func() {
 					if err := a.guard.Release(context.WithoutCancel(ctx), res); err != nil {
 						a.warn(ctx, err)
 					}
 				}
 			}
 		} else {
-			p.abandon = func(context.Context, []any) {}
+			p.abandon = func(context.Context, []any) func() { return nil }
 		}
 		return p
 	})
@@ -354,10 +362,25 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	}
 	d, allowed := combine(decisions, adm.Subjects)
 	if failed != nil || out.Claim != otp.Claimed || !allowed || len(decisions) < len(groups) {
-		refund()
+		var release func()
 		if pump.abandon != nil {
-			pump.abandon(ctx, decides)
+			release = pump.abandon(context.WithoutCancel(ctx), decides)
 		}
+		giveBack := func() {
+			refund()
+			if release != nil {
+				release()
+			}
+		}
+		if failed == nil && out.Claim == otp.ClaimDone {
+			// A replay ends with its answer: give back after it, so a
+			// replay costs one round trip. (A duplicate in flight may
+			// admit again with its ticket once the claim is given up:
+			// its refund must land first.)
+			go giveBack()
+			return out, nil
+		}
+		giveBack()
 		if failed != nil {
 			return out, fmt.Errorf("sendscript: %w", failed)
 		}
