@@ -98,8 +98,52 @@ func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumping
 // in parallel, the idempotency claim (when keyed) with the number's
 // windows.
 func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
-	return a.admit(ctx, adm, a.tagged)
+	out, err := a.admit(ctx, adm, a.tagged, try{counted: true})
+	scope := adm.Scope
+	adm.Scope = "" // held from here, when claimed
+	for round := 1; round < maxRounds; round++ {
+		if err != nil || scope == "" || out.Claim != otp.Claimed || !out.Limited || out.Decision.Allowed {
+			return out, err
+		}
+		// Refused by a window while holding the claim: perhaps by what
+		// its duplicates in flight counted on another slot. Once they
+		// gave back, ask again, from Redis: once in any case (a duplicate
+		// may count before its claim call lands), again while duplicates
+		// were still counted.
+		if !a.duplicatesGaveBack(ctx, scope) && round > 1 {
+			return out, nil
+		}
+		out, err = a.admit(ctx, adm, a.tagged, try{asked: true})
+	}
+	return out, err
 }
+
+// maxRounds bounds the rounds of a keyed send refused while its
+// duplicates gave back.
+const maxRounds = 3
+
+// duplicatesGaveBack waits until the requests that found scope's claim
+// held gave back what they counted (at most their give-back's timeout),
+// and reports whether there were any.
+func (a *ClusterAdmitter) duplicatesGaveBack(ctx context.Context, scope string) bool {
+	n, err := a.idempotency.Duplicates(ctx, scope)
+	if err != nil || n <= 0 {
+		return false
+	}
+	deadline := time.Now().Add(giveBackTimeout)
+	for n > 0 && err == nil && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+		n, err = a.idempotency.Duplicates(ctx, scope)
+	}
+	return true
+}
+
+// giveBackTimeout bounds taking back what a refused send counted.
+const giveBackTimeout = time.Second
 
 // AdmitDecided is Admit with the pumping decision prepared by the caller
 // (a region sending to a number homed on this Cluster decided the caller's
@@ -134,7 +178,7 @@ func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, d
 			p.abandon = func(context.Context, []any) func() { return nil }
 		}
 		return p
-	})
+	}, try{})
 }
 
 // unit is one composed script call: parts whose keys share a slot.
@@ -149,9 +193,17 @@ type unit struct {
 	err             error
 }
 
-func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart) (otp.Admitted, error) {
+// try is how admit asks.
+type try struct {
+	// asked skips the refusals this replica remembers; counted has
+	// claim.lua count a duplicate, for a holder that waits for it (Admit).
+	asked, counted bool
+}
+
+// admit runs the send's calls.
+func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart, t try) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	groups, subjects, remembered, err := a.windowGroups(adm)
+	groups, subjects, remembered, err := a.windowGroups(adm, t.asked)
 	if err != nil {
 		return out, err
 	}
@@ -168,8 +220,13 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		return u
 	}
 	if adm.Scope != "" {
-		// First, so the number's windows (same tag) join its unit.
-		keys, args := a.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		// First, so the number's windows (same tag) join its unit. A
+		// duplicate is counted when it will count elsewhere.
+		claim := a.idempotency.ClaimCall
+		if t.counted && remembered == nil {
+			claim = a.idempotency.CountingClaimCall
+		}
+		keys, args := claim(adm.Scope, adm.Ticket, adm.ClaimTTL)
 		u := place(keys[0], partClaim)
 		u.parts[partClaim], u.claim = call{keys, args}, true
 	}
@@ -206,7 +263,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 	u := place(keys[0], partIssue)
 	u.parts[partIssue], u.issue = call{keys, args}, true
 	a.run(ctx, units)
-	return a.read(ctx, adm, out, units, groups, subjects, pump)
+	return a.read(ctx, adm, out, units, groups, subjects, pump, t)
 }
 
 // wrap marks an error as this package's (nil stays nil).
@@ -219,10 +276,14 @@ func wrap(err error) error {
 
 // windowGroups prepares the windows as one allow.lua call per slot, or
 // answers a refusal this replica remembers.
-func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
+func (a *ClusterAdmitter) windowGroups(adm otp.Admission, asked bool) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
+	windows := a.limiter.Windows
+	if asked {
+		windows = a.limiter.WindowsAsked
+	}
 	var bySlot hashslot.Groups[otp.Subject]
 	for _, s := range adm.Subjects {
-		w, err := a.limiter.Windows(adm.Ticket, []otp.Subject{s})
+		w, err := windows(adm.Ticket, []otp.Subject{s})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -238,7 +299,7 @@ func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, 
 	groups := make([]ratelimit.Windows, len(bySlot.List()))
 	for i, subjects := range bySlot.List() {
 		var err error
-		if groups[i], err = a.limiter.Windows(adm.Ticket, subjects); err != nil {
+		if groups[i], err = windows(adm.Ticket, subjects); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -295,7 +356,7 @@ func ran(v any) any {
 // read reads every unit's reply and concludes: a refusal or failure
 // anywhere takes back what the others counted.
 func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
-	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart) (otp.Admitted, error) {
+	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t try) (otp.Admitted, error) {
 	windows := make([]any, len(groups))
 	decides := make([]any, len(pump.calls))
 	var issued, claimed any
@@ -325,11 +386,11 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	// The claim: a duplicate in flight or a replay stopped on the number's
 	// slot; what it counted on the others is taken back as after a
 	// refusal.
-	if claimed != nil && failed == nil {
+	if claimed != nil {
 		c, prior, err := codestore.ReadClaim(claimed)
 		switch {
 		case err != nil:
-			failed = err
+			failed = errors.Join(failed, err)
 		case c != otp.Claimed:
 			out.Claim, out.Prior = c, prior
 		}
@@ -353,7 +414,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	}
 	refund := func() {
 		if len(admitted) > 0 {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
 			defer cancel()
 			if err := a.limiter.Refund(rctx, adm.Ticket, admitted); err != nil {
 				a.warn(ctx, err)
@@ -381,6 +442,14 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 			return out, nil
 		}
 		giveBack()
+		if out.Claim == otp.ClaimBusy && t.counted {
+			// Counted by claim.lua: the holder may wait for this.
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+			defer cancel()
+			if err := a.idempotency.GaveBack(gctx, adm.Scope); err != nil {
+				a.warn(ctx, err)
+			}
+		}
 		if failed != nil {
 			return out, fmt.Errorf("sendscript: %w", failed)
 		}

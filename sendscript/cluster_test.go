@@ -2,6 +2,9 @@ package sendscript
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -75,6 +78,29 @@ func clusterAdmission(t testing.TB, ticket, raw, ip string, max, ipMax int) otp.
 			{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: ipMax}}},
 		},
 		Code: otp.StoredCode{MAC: []byte("mac-" + ticket), Sealed: []byte("sealed-" + ticket)}, CodeTTL: 5 * time.Minute}
+}
+
+// onGet calls seen whenever a GET of key is sent on its own.
+func onGet(key string, seen func()) redis.Hook { return getHook{key, seen} }
+
+type getHook struct {
+	key  string
+	seen func()
+}
+
+func (getHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h getHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) == 2 && cmd.Name() == "get" && args[1] == h.key {
+			h.seen()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (getHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func accepted(out otp.Admitted) bool {
@@ -311,6 +337,77 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 					}
 				}
 				t.Logf("%d rounds of %d racers: the request holding the claim was refused by its duplicates' counts in %d", tc.rounds, racers, refusedClaimer)
+			})
+		}
+	})
+
+	t.Run("the claim's holder refused by a duplicate's count asks again once it gave back", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, loose)
+		const raw, ip = "+447400620001", "198.51.89.1"
+		scope := otp.SendScope(raw, "k")
+		sum := sha256.Sum256([]byte(scope))
+		// codestore's count of the requests that found the claim held.
+		dupKey := own + "idem:{" + otp.SendPhoneKey + raw + "}:" + hex.EncodeToString(sum[:]) + ":dup"
+		address := []otp.Subject{{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: 1}}}}
+		for _, tc := range []struct {
+			name      string
+			duplicate bool // the address's last unit is a duplicate's, counted by the claim
+			want      bool // admitted
+			rounds    int64
+		}{
+			{"not a duplicate's: refused, asked again once", false, false, 2},
+			{"a duplicate's: asked again once given back", true, true, 2},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				other := "other-" + tc.name
+				if d, err := r.limiter.Allow(ctx, other, address); err != nil || !d.Allowed {
+					t.Fatalf("the address's last unit: %+v, %v", d, err)
+				}
+				gaveBack := make(chan error, 1)
+				if tc.duplicate {
+					if err := rdb.Set(ctx, dupKey, 1, time.Minute).Err(); err != nil {
+						t.Fatal(err)
+					}
+					// The duplicate gives back once the holder waits for it.
+					asked := make(chan struct{})
+					var once sync.Once
+					rdb.AddHook(onGet(dupKey, func() { once.Do(func() { close(asked) }) }))
+					go func() {
+						select {
+						case <-asked:
+						case <-time.After(10 * time.Second):
+						}
+						err := r.limiter.Refund(ctx, other, address)
+						gaveBack <- errors.Join(err, r.admitter.idempotency.GaveBack(ctx, scope))
+					}()
+				} else {
+					gaveBack <- nil
+				}
+				a := clusterAdmission(t, "holder-"+tc.name, raw, ip, 5, 1)
+				a.Subjects[1] = address[0]
+				a.Scope, a.ClaimTTL = scope, time.Minute
+				batches := r.calls.batches.Load()
+				out, err := r.admitter.Admit(ctx, a)
+				if err != nil || accepted(out) != tc.want || out.Claim != otp.Claimed {
+					t.Fatalf("%+v, %v; want admitted %v", out, err, tc.want)
+				}
+				if n := r.calls.batches.Load() - batches; n != tc.rounds {
+					t.Fatalf("%d rounds, want %d", n, tc.rounds)
+				}
+				if err := <-gaveBack; err != nil {
+					t.Fatal(err)
+				}
+				if n, err := rdb.ZCard(ctx, own+"rl:{ip:"+ip+"}").Result(); err != nil || n != 1 {
+					t.Fatalf("the address's window holds %d (%v), want 1", n, err)
+				}
+				if tc.want {
+					return
+				}
+				// Free the address's unit and the claim for the next case.
+				if err := errors.Join(r.limiter.Refund(ctx, other, address), r.admitter.idempotency.Settle(ctx, scope, a.Ticket, nil, time.Minute)); err != nil {
+					t.Fatal(err)
+				}
 			})
 		}
 	})
