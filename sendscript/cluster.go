@@ -40,10 +40,11 @@ import (
 // or a replay counts nothing in the number's windows. What such a request
 // counted on the other slots (the address's windows, the pumping groups)
 // is taken back as after a refusal; until then it holds one unit of each
-// for about a round trip (docs/redis.md, "What runs in order"). The code is
-// issued in the same round as the decisions, so a send refused on another
-// slot (or a duplicate) leaves a new code pending untexted (the next
-// admitted send texts it) or renews a pending code's expiry; it never
+// for about a round trip, and the holder a window refused meanwhile asks
+// again once they gave back (Admit; docs/redis.md, "What runs in order").
+// The code is issued in the same round as the decisions, so a send refused
+// on another slot (or a duplicate) leaves a new code pending untexted (the
+// next admitted send texts it) or renews a pending code's expiry; it never
 // deletes one, which another send may have texted.
 type ClusterAdmitter struct {
 	stores
