@@ -99,11 +99,12 @@ func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumping
 // in parallel, the idempotency claim (when keyed) with the number's
 // windows.
 func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
-	out, err := a.admit(ctx, adm, a.tagged, try{counted: true})
+	first := &try{counted: true}
+	out, err := a.admit(ctx, adm, a.tagged, first)
 	scope := adm.Scope
 	adm.Scope = "" // held from here, when claimed
 	for round := 1; round < maxRounds; round++ {
-		if err != nil || scope == "" || out.Claim != otp.Claimed || !out.Limited || out.Decision.Allowed {
+		if err != nil || scope == "" || out.Claim != otp.Claimed || !out.Limited || out.Decision.Allowed || first.remembered {
 			return out, err
 		}
 		// Refused by a window while holding the claim: perhaps by what
@@ -114,7 +115,7 @@ func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Adm
 		if !a.duplicatesGaveBack(ctx, scope) && round > 1 {
 			return out, nil
 		}
-		out, err = a.admit(ctx, adm, a.tagged, try{asked: true})
+		out, err = a.admit(ctx, adm, a.tagged, &try{asked: true})
 	}
 	return out, err
 }
@@ -179,7 +180,7 @@ func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, d
 			p.abandon = func(context.Context, []any) func() { return nil }
 		}
 		return p
-	}, try{})
+	}, &try{})
 }
 
 // unit is one composed script call: parts whose keys share a slot.
@@ -199,10 +200,12 @@ type try struct {
 	// asked skips the refusals this replica remembers; counted has
 	// claim.lua count a duplicate, for a holder that waits for it (Admit).
 	asked, counted bool
+	// remembered, set by admit: refused from this replica's memory.
+	remembered bool
 }
 
 // admit runs the send's calls.
-func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart, t try) (otp.Admitted, error) {
+func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart, t *try) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	groups, subjects, remembered, err := a.windowGroups(adm, t.asked)
 	if err != nil {
@@ -231,6 +234,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		u := place(keys[0], partClaim)
 		u.parts[partClaim], u.claim = call{keys, args}, true
 	}
+	t.remembered = remembered != nil
 	if remembered != nil {
 		// Refused from memory: a keyed send still answers its replay
 		// first, so only the claim is asked.
@@ -357,7 +361,7 @@ func ran(v any) any {
 // read reads every unit's reply and concludes: a refusal or failure
 // anywhere takes back what the others counted.
 func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
-	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t try) (otp.Admitted, error) {
+	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t *try) (otp.Admitted, error) {
 	windows := make([]any, len(groups))
 	decides := make([]any, len(pump.calls))
 	var issued, claimed any

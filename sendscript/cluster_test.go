@@ -412,6 +412,47 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		}
 	})
 
+	t.Run("a keyed send refused from memory asks only the claim, once", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, loose)
+		r.limiter = ratelimit.New(rdb, own, ratelimit.Options{Scripts: r.calls, LocalRefusals: 100})
+		r.admitter = NewCluster(r.calls, r.limiter, r.guard, codestore.New(rdb, own, r.calls), codestore.NewIdempotency(rdb, own), nil)
+		const ip = "198.51.88.1"
+		if out, err := r.admitter.Admit(ctx, clusterAdmission(t, "m1", "+447400630001", ip, 5, 1)); err != nil || !accepted(out) {
+			t.Fatalf("first: %+v, %v", out, err)
+		}
+		// The refusal cache answers while its invalidations are heard.
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = r.limiter.Run(rctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		i := 0
+		testenv.WaitUntil(t, 10*time.Second, "the address's refusal remembered", func() error {
+			i++
+			batches := r.calls.batches.Load()
+			out, err := r.admitter.Admit(ctx, clusterAdmission(t, fmt.Sprintf("m2-%d", i), fmt.Sprintf("+44740063%04d", 100+i), ip, 5, 1))
+			switch {
+			case err != nil:
+				return err
+			case out.Decision.Allowed:
+				return fmt.Errorf("admitted: %+v", out)
+			case r.calls.batches.Load() != batches:
+				return fmt.Errorf("refused by Redis, not from memory")
+			}
+			return nil
+		})
+		a := clusterAdmission(t, "m3", "+447400630003", ip, 5, 1)
+		a.Scope, a.ClaimTTL = otp.SendScope("+447400630003", "k"), time.Minute
+		batches := r.calls.batches.Load()
+		out, err := r.admitter.Admit(ctx, a)
+		if err != nil || out.Claim != otp.Claimed || out.Decision.Allowed {
+			t.Fatalf("%+v, %v; want claimed and refused", out, err)
+		}
+		if n := r.calls.batches.Load() - batches; n != 1 {
+			t.Fatalf("%d rounds, want the claim's only", n)
+		}
+	})
+
 	t.Run("a pumping refusal gives the windows back", func(t *testing.T) {
 		own := "t:" + testenv.Unique() + ":"
 		r := newClusterReplica(t, rdb, own, nil)
