@@ -307,6 +307,11 @@ func (a *ClusterAdmitter) windowGroups(adm otp.Admission, asked bool) ([]ratelim
 		if groups[i], err = windows(adm.Ticket, subjects); err != nil {
 			return nil, nil, nil, err
 		}
+		// A refusal another request noted since the loop above.
+		if d, ok := groups[i].Decided(); ok {
+			d.Policies = ratelimit.PoliciesOf(adm.Subjects)
+			return nil, nil, &d, nil
+		}
 	}
 	return groups, bySlot.List(), nil, nil
 }
