@@ -12,7 +12,8 @@ import (
 // request, or reports who has it.
 //
 // KEYS[1] is the scope's key, holding claimValuePrefix+ticket while claimed
-// and doneValuePrefix+answer once settled. ARGV is claimArgs.argv(): the
+// and doneValuePrefix+answer once settled; KEYS[2], when given, counts the
+// requests that found the claim held (duplicates.go). ARGV is claimArgs.argv(): the
 // claiming request's ticket, how long the claim (and later the answer) is
 // kept in milliseconds. The reply is {state, answer} with state a
 // claimState: parseClaimReply.
@@ -33,7 +34,7 @@ const (
 type claimState int64
 
 const (
-	claimTaken claimState = 1 // claimed for this request
+	claimTaken claimState = 1 // claimed for this request (also when it held it already)
 	claimHeld  claimState = 2 // another request holds the claim
 	claimDone  claimState = 3 // the scope has its answer
 )

@@ -32,9 +32,18 @@ func NewIdempotency(rdb redis.Cmdable, prefix string) *Idempotency {
 	return &Idempotency{rdb: rdb, prefix: prefix}
 }
 
-// key hashes the scope: client-chosen keys never become Redis key names.
+// key hashes the scope: client-chosen keys never become Redis key names. A
+// send's scope is kept under its number's per-phone hash tag
+// (idem:{send:phone:<E.164>}:<sha256>, the tag of the limiter's rl:{…}
+// keys), so on a Redis Cluster the claim runs in the same script as the
+// number's windows and a duplicate in flight counts nothing there
+// (sendscript.ClusterAdmitter). Replicas before issue 24 used
+// idem:<sha256>: see docs/redis.md, "A rolling upgrade".
 func (s *Idempotency) key(scope string) string {
 	sum := sha256.Sum256([]byte(scope))
+	if subject := otp.ScopeSubject(scope); subject != "" {
+		return s.prefix + "idem:{" + subject + "}:" + hex.EncodeToString(sum[:])
+	}
 	return s.prefix + "idem:" + hex.EncodeToString(sum[:])
 }
 

@@ -50,8 +50,9 @@ type Admission struct {
 // Admitted is what each part of an Admission answered, as far as it got.
 type Admitted struct {
 	// Claim is Claimed when Scope was empty or is now this request's;
-	// with ClaimDone, Prior is the stored answer. Nothing else ran unless
-	// Claimed.
+	// with ClaimDone, Prior is the stored answer. Nothing else is held
+	// unless Claimed (on a Cluster the other slots ran in the same round
+	// and were given back; a code they issued stays pending).
 	Claim Claim
 	Prior []byte
 	// Decision is the windows' answer when Limited (they were asked).

@@ -30,7 +30,7 @@ func idempotencyScope(phone Phone, req SendRequest) string {
 	if req.IdempotencyKey == "" {
 		return ""
 	}
-	return "send\x00" + phone.E164 + "\x00" + req.IdempotencyKey
+	return SendScope(phone.E164, req.IdempotencyKey)
 }
 
 // admitInTurn asks each part in turn, one round trip each: the idempotency

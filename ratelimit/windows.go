@@ -34,12 +34,23 @@ var errSeveralSlots = errors.New("ratelimit: the subjects are on several Cluster
 // Windows prepares the decision of ticket over subjects as one call. It
 // fails when the subjects need several (Redis Cluster).
 func (l *Limiter) Windows(ticket string, subjects []otp.Subject) (Windows, error) {
+	return l.windows(ticket, subjects, true)
+}
+
+// WindowsAsked is Windows that asks Redis even when this replica remembers
+// a refusal: a send asking again once the counts that refused it are given
+// back (sendscript.ClusterAdmitter, after a keyed send's duplicates).
+func (l *Limiter) WindowsAsked(ticket string, subjects []otp.Subject) (Windows, error) {
+	return l.windows(ticket, subjects, false)
+}
+
+func (l *Limiter) windows(ticket string, subjects []otp.Subject, remember bool) (Windows, error) {
 	w := Windows{l: l, subjects: subjects, start: time.Now()}
 	if len(subjects) == 0 {
 		w.decided = &otp.Decision{Allowed: true}
 		return w, nil
 	}
-	if d, ok := l.remembered(subjects, w.start); ok {
+	if d, ok := l.remembered(subjects, w.start); ok && remember {
 		w.decided = &d
 		return w, nil
 	}

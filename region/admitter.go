@@ -32,10 +32,12 @@ type HomeAdmitter interface {
 // code; then the local reservation is committed, or released. A send whose
 // parts all live here is the single region's one call (one per slot on a
 // Cluster). While the number's country is being moved, the previous
-// home's windows are decided at the same time (see moving). Every other
-// send (a home out of reach with a fallback allowed, a caller signal this
-// region does not know, a send with an Idempotency-Key while its country
-// is being moved) is asked in turn, as before (otp.ErrAdmitInTurn).
+// home's windows are decided at the same time (see moving), with an
+// Idempotency-Key too. Every other send (a home out of reach with a
+// fallback allowed, a caller signal this region does not know, a keyed
+// send refused here) is asked in turn, as before (otp.ErrAdmitInTurn); a
+// claim the first try took is this request's, and claim.lua lets the same
+// ticket claim it again in turn.
 type admitter struct {
 	d     *Deployment
 	guard *pumping.Guard
@@ -92,10 +94,6 @@ type undoer interface {
 func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	local, home, prev, ok := a.route(adm)
-	if ok && prev.store != nil && adm.Scope != "" {
-		// A claim taken with the first try would block the one in turn.
-		ok = false
-	}
 	switch {
 	case ok && home.store == nil && a.local != nil && prev.store == nil:
 		return a.local.Admit(ctx, adm) // one primary here: one call, as in one region
@@ -188,7 +186,16 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 // counted is taken back when the other refuses or fails. One round trip
 // of latency, as over a Cluster's slots; no window holds more than its max
 // in either home. A previous home out of reach hands the send to the path
-// asked in turn (its fallback), holding nothing.
+// asked in turn (its fallback), holding nothing but the claim, which the
+// same request claims again there.
+//
+// The idempotency claim lives in the new home only, so a duplicate in
+// flight, stopped there by the claim, still counts in the previous home's
+// windows for the round trip before its refund: a request whose number has
+// no more room there than it has duplicates in flight may be refused by
+// them (it answers 429 and gives up its claim; a duplicate then claims
+// and sends). Never an admission too many, never a second text
+// (docs/regions.md, "A move, as built").
 func (a admitter) moving(ctx context.Context, adm otp.Admission, prev part,
 	admit func(context.Context, otp.Admission) (otp.Admitted, error), u undoer) (otp.Admitted, error) {
 	if prev.store == nil {

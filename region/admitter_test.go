@@ -229,7 +229,8 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	ra := redistopo.StartSingle(t)
 	aToA := testenv.NewDelayProxy(t, ra.Addr, oneWay)
 	homes := NewHomes(1, "a", map[string]string{"FR": "c"}, nil)
-	a := admitterOf(t, deploy(homes, 0, store(t, "a", ra.Addr), storeOn(t, "c", clusterClient(link.Addrs()))))
+	da := deploy(homes, 0, store(t, "a", ra.Addr), storeOn(t, "c", clusterClient(link.Addrs())))
+	a := admitterOf(t, da)
 	c := admitterOf(t, deploy(homes, 0, storeOn(t, "c", clusterClient(cluster.Addrs())), store(t, "a", aToA.Addr())))
 	// The first sends learn the slots and load the script on every shard.
 	for i, from := range []otp.SendAdmitter{a, c} {
@@ -281,6 +282,114 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 			t.Fatalf("median send %s; want one round trip (%s) and under two", m, 2*oneWay)
 		}
 		t.Logf("sends to a Cluster home: %v (a round trip is %s)", took, 2*oneWay)
+	})
+
+	t.Run("with an Idempotency-Key: one round trip, a duplicate counts nothing, a replay answers", func(t *testing.T) {
+		const raw = "+33612380001"
+		keyed := func(ip string) otp.Admission {
+			adm := admission(t, raw, "FR", ip, 3, 1000)
+			adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-1"), time.Minute
+			return adm
+		}
+		windowHolds := func() int64 {
+			t.Helper()
+			n, err := cluster.Client().ZCard(ctx, prefix+"rl:{"+otp.SendPhoneKey+raw+"}").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		first := keyed("192.0.2.160")
+		for _, tc := range []struct {
+			name   string
+			from   otp.SendAdmitter
+			afar   bool // from a, across the delaying link
+			adm    otp.Admission
+			settle []byte // the first send's answer, stored before
+			want   otp.Claim
+		}{
+			{"the first", a, true, first, nil, otp.Claimed},
+			{"a duplicate in flight, from the home's region", c, false, keyed("192.0.2.161"), nil, otp.ClaimBusy},
+			{"a duplicate in flight, from afar", a, true, keyed("192.0.2.162"), nil, otp.ClaimBusy},
+			{"a replay once answered", a, true, keyed("192.0.2.163"), []byte(`{"request_id":"r1"}`), otp.ClaimDone},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.settle != nil {
+					if err := da.Idempotency().Settle(ctx, first.Scope, first.Ticket, tc.settle, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := link.Requests()
+				start := time.Now()
+				got, err := tc.from.Admit(ctx, tc.adm)
+				took := time.Since(start)
+				if err != nil || got.Claim != tc.want || string(got.Prior) != string(tc.settle) {
+					t.Fatalf("Admit: %+v, %v; want %v", got, err, tc.want)
+				}
+				if tc.want == otp.Claimed && !admitted(got) {
+					t.Fatalf("Admit: %+v; want admitted", got)
+				}
+				if tc.want != otp.Claimed && (got.Limited || got.Issued) {
+					t.Fatalf("Admit: %+v; want nothing held", got)
+				}
+				if h := windowHolds(); h != 1 {
+					t.Fatalf("the number's window at home holds %d, want the first send only", h)
+				}
+				if !tc.afar {
+					return
+				}
+				// One to three requests (one per shard) answer the send; a
+				// duplicate in flight then gives back what it counted on
+				// the other slots before it waits (a round trip more), a
+				// replay after its answer.
+				if n := link.Requests() - before; n < 1 || (tc.want == otp.Claimed && n > 3) {
+					t.Fatalf("the send made %d requests to its home's shards, want 1 to 3", n)
+				}
+				trips := time.Duration(1)
+				if tc.want == otp.ClaimBusy {
+					trips = 2
+				}
+				if took >= (trips+1)*2*oneWay {
+					t.Fatalf("the send took %s, want %d round trip(s) of %s", took, trips, 2*oneWay)
+				}
+				t.Logf("%s: %s, %d requests (a round trip is %s)", tc.name, took, link.Requests()-before, 2*oneWay)
+			})
+		}
+	})
+
+	t.Run("racers with one key from both regions: one admission", func(t *testing.T) {
+		const raw = "+33612390001"
+		scope := otp.SendScope(raw, "race")
+		var n, busy atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 20 {
+			from := a
+			if i%2 == 1 {
+				from = c
+			}
+			wg.Go(func() {
+				adm := admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 170+i), 3, 1000)
+				adm.Scope, adm.ClaimTTL = scope, time.Minute
+				got, err := from.Admit(ctx, adm)
+				switch {
+				case err != nil:
+					t.Error(err)
+				case admitted(got):
+					n.Add(1)
+				case got.Claim == otp.ClaimBusy && !got.Limited && !got.Issued:
+					busy.Add(1)
+				default:
+					t.Errorf("racer %d: %+v; want admitted or busy", i, got)
+				}
+			})
+		}
+		wg.Wait()
+		if n.Load() != 1 || busy.Load() != 19 {
+			t.Fatalf("%d admitted, %d busy; want 1 and 19", n.Load(), busy.Load())
+		}
+		if h, err := cluster.Client().ZCard(ctx, prefix+"rl:{"+otp.SendPhoneKey+raw+"}").Result(); err != nil || h != 1 {
+			t.Fatalf("the number's window at home holds %d (%v), want 1", h, err)
+		}
 	})
 
 	t.Run("from the Cluster, with a spend ceiling, to a home on one primary", func(t *testing.T) {

@@ -2,7 +2,6 @@ package region
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"smsgw/otp"
@@ -104,13 +103,13 @@ type idempotency struct{ d *Deployment }
 
 var _ otp.IdempotencyStore = idempotency{}
 
-// homeOfScope finds the number in a scope ("send\x00<E.164>\x00<key>").
+// homeOfScope finds the number in a scope (otp.SendScope).
 func (i idempotency) homeOfScope(scope string) *Store {
-	parts := strings.SplitN(scope, "\x00", 3)
-	if len(parts) < 3 {
+	e164 := otp.ScopeNumber(scope)
+	if e164 == "" {
 		return i.d.local
 	}
-	return i.d.homeOfNumber(parts[1])
+	return i.d.homeOfNumber(e164)
 }
 
 func (i idempotency) Claim(ctx context.Context, scope, ticket string, ttl time.Duration) (otp.Claim, []byte, error) {

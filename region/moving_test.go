@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,40 @@ func TestFallbackDuringAMove(t *testing.T) {
 	}
 }
 
+// A keyed send during a move whose previous home is out of reach is asked
+// in turn (the fallback); the claim its first try took in the new home is
+// its own, and it claims it again there.
+func TestKeyedSendDuringAMoveCutFromThePreviousHome(t *testing.T) {
+	ctx := context.Background()
+	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
+	m := newMesh(t, 1, map[string]Homes{"a": moving, "b": moving, "c": moving})
+	c := admitterOf(t, m.regions["c"])
+	m.links["c->a"].Cut()
+	const raw = "+447400128301"
+	adm := admission(t, raw, "GB", "192.0.2.220", 3, 1000)
+	adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-2"), time.Minute
+	if _, err := c.Admit(ctx, adm); !errors.Is(err, otp.ErrAdmitInTurn) {
+		t.Fatalf("Admit with the previous home cut: %v, want otp.ErrAdmitInTurn", err)
+	}
+	for _, tc := range []struct {
+		name, ticket string
+		want         otp.Claim
+	}{
+		{"the same request, in turn", adm.Ticket, otp.Claimed},
+		{"another request", ticket(), otp.ClaimBusy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, _, err := m.regions["c"].Idempotency().Claim(ctx, adm.Scope, tc.ticket, time.Minute); err != nil || got != tc.want {
+				t.Fatalf("Claim: %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	ws, err := m.regions["b"].local.Limiter.Status(ctx, adm.Subjects[:1])
+	if err != nil || ws[0].Used != 0 {
+		t.Fatalf("the new home's window: %+v, %v; want the first try taken back", ws, err)
+	}
+}
+
 // A code issued under fallback during a move, or by the old home, verifies
 // while the new home is out of reach.
 func TestCodesDuringAMoveWithTheNewHomeCut(t *testing.T) {
@@ -176,6 +211,61 @@ func TestAdmitterDuringAMove(t *testing.T) {
 			if d := m.links[l].Requests() - n; d != 1 {
 				t.Fatalf("%s carried %d requests for the send, want 1", l, d)
 			}
+		}
+	})
+
+	t.Run("with an Idempotency-Key: one request to each home, a duplicate counts nothing, a replay answers", func(t *testing.T) {
+		const raw = "+447400128201"
+		scope := otp.SendScope(raw, "signup-1")
+		keyed := func(ip string) otp.Admission {
+			adm := admission(t, raw, "GB", ip, limit, 1000)
+			adm.Scope, adm.ClaimTTL = scope, time.Minute
+			return adm
+		}
+		first := keyed("192.0.2.210")
+		for _, tc := range []struct {
+			name   string
+			from   string
+			adm    otp.Admission
+			settle []byte // the first send's answer, stored before
+			want   otp.Claim
+		}{
+			{"the first, from neither home", "c", first, nil, otp.Claimed},
+			{"a duplicate in flight, from the previous home", "a", keyed("192.0.2.211"), nil, otp.ClaimBusy},
+			{"a duplicate in flight, from neither home", "c", keyed("192.0.2.212"), nil, otp.ClaimBusy},
+			{"a replay once answered", "c", keyed("192.0.2.213"), []byte(`{"request_id":"r1"}`), otp.ClaimDone},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.settle != nil {
+					if err := m.regions["c"].Idempotency().Settle(ctx, scope, first.Ticket, tc.settle, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := map[string]int64{"c->a": m.links["c->a"].Requests(), "c->b": m.links["c->b"].Requests()}
+				got, err := admitters[tc.from].Admit(ctx, tc.adm)
+				if err != nil || got.Claim != tc.want || string(got.Prior) != string(tc.settle) {
+					t.Fatalf("Admit: %+v, %v; want %v", got, err, tc.want)
+				}
+				if tc.want == otp.Claimed && !admitted(got) {
+					t.Fatalf("Admit: %+v; want admitted", got)
+				}
+				if tc.want != otp.Claimed && (got.Limited || got.Issued) {
+					t.Fatalf("Admit: %+v; want nothing held", got)
+				}
+				if tc.want == otp.Claimed {
+					for l, n := range before {
+						if d := m.links[l].Requests() - n; d != 1 {
+							t.Fatalf("%s carried %d requests for the send, want 1", l, d)
+						}
+					}
+				}
+				for _, home := range []string{"a", "b"} {
+					ws, err := m.regions[home].local.Limiter.Status(ctx, subjects(raw, "GB", "192.0.2.1", limit, 1000)[:1])
+					if err != nil || ws[0].Used != 1 {
+						t.Fatalf("home %s's window: %+v, %v; want the first send only", home, ws, err)
+					}
+				}
+			})
 		}
 	})
 

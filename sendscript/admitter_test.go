@@ -177,7 +177,7 @@ func TestIdempotentClaim(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	first := f.admission(t, "t1", "+447400123456", "198.51.100.1", 5)
-	first.Scope, first.ClaimTTL = "send\x00k1", time.Minute
+	first.Scope, first.ClaimTTL = otp.SendScope("+447400123456", "k1"), time.Minute
 	if out := f.admit(t, first); out.Claim != otp.Claimed || !out.Issued {
 		t.Fatalf("first: claim %v, issued %v", out.Claim, out.Issued)
 	}
@@ -235,7 +235,7 @@ func TestAnAcceptedSendIsOneRoundTrip(t *testing.T) {
 	f.trips.trips.Store(0)
 	f.trips.commands.Store(0)
 	a := f.admission(t, "t1", "+447400123456", "198.51.100.1", 5)
-	a.Scope, a.ClaimTTL = "send\x00k1", time.Minute
+	a.Scope, a.ClaimTTL = otp.SendScope("+447400123456", "k1"), time.Minute
 	out := f.admit(t, a)
 	if out.Claim != otp.Claimed || !out.Decision.Allowed || out.Pumping.Refused != nil || !out.Issued {
 		t.Fatalf("not accepted: %+v", out)

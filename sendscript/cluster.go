@@ -34,12 +34,18 @@ import (
 // and a replica dying before its release leaves that quota used (a refusal
 // too early, never an admission too many), as a failed refund does.
 //
-// The idempotency claim, when the send has a key, is its own call first: a
-// duplicate in flight must not count anything, or it could take the quota
-// of the request it duplicates. The code is issued in the same round as the
-// decisions, so a send refused on another slot leaves a new code pending
-// untexted (the next admitted send texts it) or renews a pending code's
-// expiry; it never deletes one, which another send may have texted.
+// The idempotency claim, when the send has a key, runs in the same round:
+// its key shares the number's per-phone hash tag (codestore.Idempotency),
+// so it is the first part of that slot's script, and a duplicate in flight
+// or a replay counts nothing in the number's windows. What such a request
+// counted on the other slots (the address's windows, the pumping groups)
+// is taken back as after a refusal; until then it holds one unit of each
+// for about a round trip, and the holder a window refused meanwhile asks
+// again once they gave back (Admit; docs/redis.md, "What runs in order").
+// The code is issued in the same round as the decisions, so a send refused
+// on another slot (or a duplicate) leaves a new code pending untexted (the
+// next admitted send texts it) or renews a pending code's expiry; it never
+// deletes one, which another send may have texted.
 type ClusterAdmitter struct {
 	stores
 	log *slog.Logger
@@ -74,22 +80,72 @@ func composeCluster() string {
 // scripts, and how to read them.
 type pumpingPart struct {
 	calls []pumping.TagCall
-	// read concludes the reservation once every call ran; abandon takes
-	// back what ran (nil: did not) when another part refused.
+	// read concludes the reservation once every call ran; abandon reads
+	// what ran (nil: did not) when another part refused, and returns what
+	// takes it back (nil: nothing), for the caller to run now or after
+	// its answer.
 	read    func(ctx context.Context, replies []any) (otp.PumpingReservation, error)
-	abandon func(ctx context.Context, replies []any)
+	abandon func(ctx context.Context, replies []any) (release func())
 }
 
 func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumpingPart {
 	d := a.guard.TagDecisions(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
-	return pumpingPart{calls: d.Calls, read: d.Read, abandon: d.Abandon}
+	return pumpingPart{calls: d.Calls, read: d.Read, abandon: func(ctx context.Context, replies []any) func() {
+		return func() { d.Abandon(ctx, replies) }
+	}}
 }
 
 // Admit runs the send's parts in one composed script per slot, the slots
-// in parallel (after the idempotency claim, when keyed).
+// in parallel, the idempotency claim (when keyed) with the number's
+// windows.
 func (a *ClusterAdmitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
-	return a.admit(ctx, adm, a.tagged)
+	first := &try{counted: true}
+	out, err := a.admit(ctx, adm, a.tagged, first)
+	scope := adm.Scope
+	adm.Scope = "" // held from here, when claimed
+	for round := 1; round < maxRounds; round++ {
+		if err != nil || scope == "" || out.Claim != otp.Claimed || !out.Limited || out.Decision.Allowed || first.remembered {
+			return out, err
+		}
+		// Refused by a window while holding the claim: perhaps by what
+		// its duplicates in flight counted on another slot. Once they
+		// gave back, ask again, from Redis: once in any case (a duplicate
+		// may count before its claim call lands), again while duplicates
+		// were still counted.
+		if !a.duplicatesGaveBack(ctx, scope) && round > 1 {
+			return out, nil
+		}
+		out, err = a.admit(ctx, adm, a.tagged, &try{asked: true})
+	}
+	return out, err
 }
+
+// maxRounds bounds the rounds of a keyed send refused while its
+// duplicates gave back.
+const maxRounds = 3
+
+// duplicatesGaveBack waits until the requests that found scope's claim
+// held gave back what they counted (at most their give-back's timeout),
+// and reports whether there were any.
+func (a *ClusterAdmitter) duplicatesGaveBack(ctx context.Context, scope string) bool {
+	n, err := a.idempotency.Duplicates(ctx, scope)
+	if err != nil || n <= 0 {
+		return false
+	}
+	deadline := time.Now().Add(giveBackTimeout)
+	for n > 0 && err == nil && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+		n, err = a.idempotency.Duplicates(ctx, scope)
+	}
+	return true
+}
+
+// giveBackTimeout bounds taking back what a refused send counted.
+const giveBackTimeout = time.Second
 
 // AdmitDecided is Admit with the pumping decision prepared by the caller
 // (a region sending to a number homed on this Cluster decided the caller's
@@ -106,21 +162,25 @@ func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, d
 		}}
 		if decision.Keys != nil {
 			p.calls = []pumping.TagCall{{Keys: decision.Keys, Args: decision.Args}}
-			p.abandon = func(ctx context.Context, replies []any) {
+			p.abandon = func(ctx context.Context, replies []any) func() {
 				if replies[0] == nil {
-					return // the caller abandons what it decided
+					return nil // the caller abandons what it decided
 				}
-				if res, err := decision.Read(ctx, replies[0]); err == nil && res.Refused == nil {
+				res, err := decision.Read(ctx, replies[0])
+				if err != nil || res.Refused != nil {
+					return nil
+				}
+				return func() {
 					if err := a.guard.Release(context.WithoutCancel(ctx), res); err != nil {
 						a.warn(ctx, err)
 					}
 				}
 			}
 		} else {
-			p.abandon = func(context.Context, []any) {}
+			p.abandon = func(context.Context, []any) func() { return nil }
 		}
 		return p
-	})
+	}, &try{})
 }
 
 // unit is one composed script call: parts whose keys share a slot.
@@ -130,29 +190,26 @@ type unit struct {
 	// windows and decide index the send's windows groups and pumping calls
 	// this unit runs (-1: none).
 	windows, decide int
-	issue           bool
+	issue, claim    bool
 	reply           []any
 	err             error
 }
 
-func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart) (otp.Admitted, error) {
+// try is how admit asks.
+type try struct {
+	// asked skips the refusals this replica remembers; counted has
+	// claim.lua count a duplicate, for a holder that waits for it (Admit).
+	asked, counted bool
+	// remembered, set by admit: refused from this replica's memory.
+	remembered bool
+}
+
+// admit runs the send's calls.
+func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare func(context.Context, otp.Admission) pumpingPart, t *try) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	if adm.Scope != "" {
-		claim, prior, err := a.idempotency.Claim(ctx, adm.Scope, adm.Ticket, adm.ClaimTTL)
-		if err != nil {
-			return out, fmt.Errorf("sendscript: %w", err)
-		}
-		if out.Claim, out.Prior = claim, prior; claim != otp.Claimed {
-			return out, nil
-		}
-	}
-	groups, subjects, remembered, err := a.windowGroups(adm)
+	groups, subjects, remembered, err := a.windowGroups(adm, t.asked)
 	if err != nil {
 		return out, err
-	}
-	if remembered != nil {
-		out.Decision, out.Limited = *remembered, true
-		return out, nil
 	}
 	var units []*unit
 	place := func(key string, kind int) *unit {
@@ -165,6 +222,35 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		u := &unit{slot: slot, windows: -1, decide: -1}
 		units = append(units, u)
 		return u
+	}
+	if adm.Scope != "" {
+		// First, so the number's windows (same tag) join its unit. A
+		// duplicate is counted when it will count elsewhere.
+		claim := a.idempotency.ClaimCall
+		if t.counted && remembered == nil {
+			claim = a.idempotency.CountingClaimCall
+		}
+		keys, args := claim(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		u := place(keys[0], partClaim)
+		u.parts[partClaim], u.claim = call{keys, args}, true
+	}
+	t.remembered = remembered != nil
+	if remembered != nil {
+		// Refused from memory: a keyed send still answers its replay
+		// first, so only the claim is asked.
+		out.Decision, out.Limited = *remembered, true
+		if len(units) == 0 {
+			return out, nil
+		}
+		a.run(ctx, units)
+		u := units[0]
+		if u.err != nil {
+			return out, fmt.Errorf("sendscript: %w", u.err)
+		}
+		if out.Claim, out.Prior, err = codestore.ReadClaim(u.reply[replyClaim]); err != nil || out.Claim != otp.Claimed {
+			return otp.Admitted{Claim: out.Claim, Prior: out.Prior}, wrap(err)
+		}
+		return out, nil
 	}
 	for i, w := range groups {
 		u := place(w.Keys[0], partAllow)
@@ -182,15 +268,27 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 	u := place(keys[0], partIssue)
 	u.parts[partIssue], u.issue = call{keys, args}, true
 	a.run(ctx, units)
-	return a.read(ctx, adm, out, units, groups, subjects, pump)
+	return a.read(ctx, adm, out, units, groups, subjects, pump, t)
+}
+
+// wrap marks an error as this package's (nil stays nil).
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sendscript: %w", err)
 }
 
 // windowGroups prepares the windows as one allow.lua call per slot, or
 // answers a refusal this replica remembers.
-func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
+func (a *ClusterAdmitter) windowGroups(adm otp.Admission, asked bool) ([]ratelimit.Windows, [][]otp.Subject, *otp.Decision, error) {
+	windows := a.limiter.Windows
+	if asked {
+		windows = a.limiter.WindowsAsked
+	}
 	var bySlot hashslot.Groups[otp.Subject]
 	for _, s := range adm.Subjects {
-		w, err := a.limiter.Windows(adm.Ticket, []otp.Subject{s})
+		w, err := windows(adm.Ticket, []otp.Subject{s})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -206,8 +304,13 @@ func (a *ClusterAdmitter) windowGroups(adm otp.Admission) ([]ratelimit.Windows, 
 	groups := make([]ratelimit.Windows, len(bySlot.List()))
 	for i, subjects := range bySlot.List() {
 		var err error
-		if groups[i], err = a.limiter.Windows(adm.Ticket, subjects); err != nil {
+		if groups[i], err = windows(adm.Ticket, subjects); err != nil {
 			return nil, nil, nil, err
+		}
+		// A refusal another request noted since the loop above.
+		if d, ok := groups[i].Decided(); ok {
+			d.Policies = ratelimit.PoliciesOf(adm.Subjects)
+			return nil, nil, &d, nil
 		}
 	}
 	return groups, bySlot.List(), nil, nil
@@ -263,10 +366,10 @@ func ran(v any) any {
 // read reads every unit's reply and concludes: a refusal or failure
 // anywhere takes back what the others counted.
 func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
-	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart) (otp.Admitted, error) {
+	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t *try) (otp.Admitted, error) {
 	windows := make([]any, len(groups))
 	decides := make([]any, len(pump.calls))
-	var issued any
+	var issued, claimed any
 	var failed, notReplicated error
 	for _, u := range units {
 		var nr *redisbatch.NotReplicatedError
@@ -285,6 +388,21 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		}
 		if u.issue {
 			issued = ran(u.reply[replyIssue])
+		}
+		if u.claim {
+			claimed = u.reply[replyClaim]
+		}
+	}
+	// The claim: a duplicate in flight or a replay stopped on the number's
+	// slot; what it counted on the others is taken back as after a
+	// refusal.
+	if claimed != nil {
+		c, prior, err := codestore.ReadClaim(claimed)
+		switch {
+		case err != nil:
+			failed = errors.Join(failed, err)
+		case c != otp.Claimed:
+			out.Claim, out.Prior = c, prior
 		}
 	}
 	// The windows: admitted only when every slot admitted.
@@ -306,7 +424,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	}
 	refund := func() {
 		if len(admitted) > 0 {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
 			defer cancel()
 			if err := a.limiter.Refund(rctx, adm.Ticket, admitted); err != nil {
 				a.warn(ctx, err)
@@ -314,13 +432,39 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		}
 	}
 	d, allowed := combine(decisions, adm.Subjects)
-	if failed != nil || !allowed || len(decisions) < len(groups) {
-		refund()
+	if failed != nil || out.Claim != otp.Claimed || !allowed || len(decisions) < len(groups) {
+		var release func()
 		if pump.abandon != nil {
-			pump.abandon(ctx, decides)
+			release = pump.abandon(context.WithoutCancel(ctx), decides)
+		}
+		giveBack := func() {
+			refund()
+			if release != nil {
+				release()
+			}
+		}
+		if failed == nil && out.Claim == otp.ClaimDone {
+			// A replay ends with its answer: give back after it, so a
+			// replay costs one round trip. (A duplicate in flight may
+			// admit again with its ticket once the claim is given up:
+			// its refund must land first.)
+			go giveBack()
+			return out, nil
+		}
+		giveBack()
+		if out.Claim == otp.ClaimBusy && t.counted {
+			// Counted by claim.lua: the holder may wait for this.
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+			defer cancel()
+			if err := a.idempotency.GaveBack(gctx, adm.Scope); err != nil {
+				a.warn(ctx, err)
+			}
 		}
 		if failed != nil {
 			return out, fmt.Errorf("sendscript: %w", failed)
+		}
+		if out.Claim != otp.Claimed {
+			return out, nil
 		}
 		out.Decision, out.Limited = d, true
 		return out, nil

@@ -2,6 +2,9 @@ package sendscript
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -71,10 +74,33 @@ func clusterAdmission(t testing.TB, ticket, raw, ip string, max, ipMax int) otp.
 	p := phone(t, raw)
 	return otp.Admission{Ticket: ticket, Phone: p, ClientIP: netip.MustParseAddr(ip), Pumping: true,
 		Subjects: []otp.Subject{
-			{Scope: "phone", Key: "phone:" + p.E164, Rules: []otp.Rule{{Window: time.Hour, Max: max}}},
+			{Scope: "phone", Key: otp.SendPhoneKey + p.E164, Rules: []otp.Rule{{Window: time.Hour, Max: max}}},
 			{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: ipMax}}},
 		},
 		Code: otp.StoredCode{MAC: []byte("mac-" + ticket), Sealed: []byte("sealed-" + ticket)}, CodeTTL: 5 * time.Minute}
+}
+
+// onGet calls seen whenever a GET of key is sent on its own.
+func onGet(key string, seen func()) redis.Hook { return getHook{key, seen} }
+
+type getHook struct {
+	key  string
+	seen func()
+}
+
+func (getHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h getHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) == 2 && cmd.Name() == "get" && args[1] == h.key {
+			h.seen()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (getHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func accepted(out otp.Admitted) bool {
@@ -144,7 +170,7 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 			limit      int
 		}{
 			{"one phone, many addresses", func(int) string { return "+447400300001" },
-				func(i int) string { return fmt.Sprintf("198.51.%d.%d", 101+i/200, i%200+1) }, 3, 50, "phone:+447400300001", 3},
+				func(i int) string { return fmt.Sprintf("198.51.%d.%d", 101+i/200, i%200+1) }, 3, 50, "send:phone:+447400300001", 3},
 			{"one address, many phones", func(i int) string { return fmt.Sprintf("+4474004%05d", i) },
 				func(int) string { return "198.51.99.7" }, 5, 4, "ip:198.51.99.7", 4},
 		} {
@@ -194,23 +220,239 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		}
 	})
 
-	t.Run("an idempotency key is claimed first", func(t *testing.T) {
-		r := replicas[0]
-		a := clusterAdmission(t, "k1", "+447400600001", "198.51.97.1", 5, 10)
-		a.Scope, a.ClaimTTL = "send\x00k-"+prefix, time.Minute
-		if out, err := r.admitter.Admit(ctx, a); err != nil || !accepted(out) {
+	t.Run("an idempotency key is claimed with the number's windows, in the same round", func(t *testing.T) {
+		const raw = "+447400600001"
+		first := clusterAdmission(t, "k1", raw, "198.51.97.1", 5, 10)
+		first.Scope, first.ClaimTTL = otp.SendScope(first.Phone.E164, "k-"+prefix), time.Minute
+		trips := &roundTrips{}
+		rdb.AddHook(trips)
+		if out, err := replicas[0].admitter.Admit(ctx, first); err != nil || !accepted(out) {
 			t.Fatalf("%+v, %v", out, err)
 		}
-		b := a
-		b.Ticket = "k2"
-		out, err := replicas[1].admitter.Admit(ctx, b)
-		if err != nil || out.Claim != otp.ClaimBusy || out.Limited || out.Issued {
-			t.Fatalf("%+v, %v; want busy, nothing else asked", out, err)
+		// One pipeline, split by shard: the claim rides in it.
+		if p := trips.trips.Load(); p != 1 {
+			t.Fatalf("a keyed send made %d round trips, want 1", p)
 		}
-		if n := zcard("phone:+447400600001"); n != 1 {
-			t.Fatalf("the window holds %d tickets, want 1: a retry counts nothing", n)
+		for i, tc := range []struct {
+			name   string
+			settle []byte // the first request's answer; nil: still running
+			want   otp.Claim
+		}{
+			{"a duplicate in flight", nil, otp.ClaimBusy},
+			{"a replay once answered", []byte(`{"request_id":"r1"}`), otp.ClaimDone},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.settle != nil {
+					if err := replicas[0].admitter.idempotency.Settle(ctx, first.Scope, first.Ticket, tc.settle, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := replicas[1]
+				ip := fmt.Sprintf("198.51.97.%d", 2+i)
+				again := clusterAdmission(t, fmt.Sprintf("k%d", 2+i), raw, ip, 5, 10)
+				again.Scope, again.ClaimTTL = first.Scope, time.Minute
+				batches := r.calls.batches.Load()
+				out, err := r.admitter.Admit(ctx, again)
+				if err != nil || out.Claim != tc.want || out.Limited || out.Issued || string(out.Prior) != string(tc.settle) {
+					t.Fatalf("%+v, %v; want %v, nothing held", out, err, tc.want)
+				}
+				if b := r.calls.batches.Load() - batches; b != 1 {
+					t.Fatalf("%d rounds of calls, want the claim in the one round", b)
+				}
+				if n := zcard(otp.SendPhoneKey + raw); n != 1 {
+					t.Fatalf("the number's window holds %d tickets, want 1: the claim stopped the duplicate there", n)
+				}
+				// A replay gives back after its answer.
+				testenv.WaitUntil(t, 5*time.Second, "the address's window given back", func() error {
+					if n := zcard("ip:" + ip); n != 0 {
+						return fmt.Errorf("the duplicate's address window holds %d tickets, want 0", n)
+					}
+					return nil
+				})
+			})
 		}
 	})
+
+	t.Run("racers with one key through two replicas: one admission, one count", func(t *testing.T) {
+		const racers = 20
+		for _, tc := range []struct {
+			name   string
+			rounds int
+			ip     func(round, i int) string
+			ipMax  int
+			// exact: the racer holding the claim is admitted. Else its
+			// duplicates' counts on the address's slot may refuse it (the
+			// price of one round trip, docs/redis.md "What runs in
+			// order"): counted and logged, never an admission too many.
+			exact bool
+		}{
+			{"many addresses", 3, func(round, i int) string { return fmt.Sprintf("198.51.%d.%d", 90+round, 1+i) }, 10, true},
+			{"one address, 5 a window", 30, func(round, _ int) string { return fmt.Sprintf("198.51.%d.1", 60+round) }, 5, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				refusedClaimer := 0
+				for round := range tc.rounds {
+					var admitted, busy, refused atomic.Int64
+					var wg sync.WaitGroup
+					e164 := fmt.Sprintf("+4474006%d%04d", len(tc.name)%10, round)
+					scope := otp.SendScope(e164, "race-"+prefix)
+					for i := range racers {
+						wg.Go(func() {
+							a := clusterAdmission(t, fmt.Sprintf("race-%s-%d-%d", tc.name, round, i), e164, tc.ip(round, i), 3, tc.ipMax)
+							a.Scope, a.ClaimTTL = scope, time.Minute
+							out, err := replicas[i%2].admitter.Admit(ctx, a)
+							switch {
+							case err != nil:
+								t.Error(err)
+							case accepted(out):
+								admitted.Add(1)
+							case out.Claim == otp.ClaimBusy && !out.Limited && !out.Issued:
+								busy.Add(1)
+							case out.Claim == otp.Claimed && out.Limited && !out.Decision.Allowed:
+								refused.Add(1)
+							default:
+								t.Errorf("racer %d: %+v; want admitted, busy or refused", i, out)
+							}
+						})
+					}
+					wg.Wait()
+					if admitted.Load()+refused.Load() != 1 || busy.Load() != racers-1 || (tc.exact && admitted.Load() != 1) {
+						t.Fatalf("round %d: %d admitted, %d refused holding the claim, %d busy; want one holder, admitted, and %d busy",
+							round, admitted.Load(), refused.Load(), busy.Load(), racers-1)
+					}
+					refusedClaimer += int(refused.Load())
+					if n := zcard(otp.SendPhoneKey + e164); n != admitted.Load() {
+						t.Fatalf("round %d: the number's window holds %d tickets, want %d", round, n, admitted.Load())
+					}
+					seen := map[string]bool{}
+					var ips int64
+					for i := range racers {
+						if ip := tc.ip(round, i); !seen[ip] {
+							seen[ip] = true
+							ips += zcard("ip:" + ip)
+						}
+					}
+					if ips != admitted.Load() {
+						t.Fatalf("round %d: the racers' address windows hold %d tickets, want %d: the duplicates gave theirs back", round, ips, admitted.Load())
+					}
+				}
+				t.Logf("%d rounds of %d racers: the request holding the claim was refused by its duplicates' counts in %d", tc.rounds, racers, refusedClaimer)
+			})
+		}
+	})
+
+	t.Run("the claim's holder refused by a duplicate's count asks again once it gave back", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, loose)
+		const raw, ip = "+447400620001", "198.51.89.1"
+		scope := otp.SendScope(raw, "k")
+		sum := sha256.Sum256([]byte(scope))
+		// codestore's count of the requests that found the claim held.
+		dupKey := own + "idem:{" + otp.SendPhoneKey + raw + "}:" + hex.EncodeToString(sum[:]) + ":dup"
+		address := []otp.Subject{{Scope: "ip", Key: "ip:" + ip, Rules: []otp.Rule{{Window: time.Hour, Max: 1}}}}
+		for _, tc := range []struct {
+			name      string
+			duplicate bool // the address's last unit is a duplicate's, counted by the claim
+			want      bool // admitted
+			rounds    int64
+		}{
+			{"not a duplicate's: refused, asked again once", false, false, 2},
+			{"a duplicate's: asked again once given back", true, true, 2},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				other := "other-" + tc.name
+				if d, err := r.limiter.Allow(ctx, other, address); err != nil || !d.Allowed {
+					t.Fatalf("the address's last unit: %+v, %v", d, err)
+				}
+				gaveBack := make(chan error, 1)
+				if tc.duplicate {
+					if err := rdb.Set(ctx, dupKey, 1, time.Minute).Err(); err != nil {
+						t.Fatal(err)
+					}
+					// The duplicate gives back once the holder waits for it.
+					asked := make(chan struct{})
+					var once sync.Once
+					rdb.AddHook(onGet(dupKey, func() { once.Do(func() { close(asked) }) }))
+					go func() {
+						select {
+						case <-asked:
+						case <-time.After(10 * time.Second):
+						}
+						err := r.limiter.Refund(ctx, other, address)
+						gaveBack <- errors.Join(err, r.admitter.idempotency.GaveBack(ctx, scope))
+					}()
+				} else {
+					gaveBack <- nil
+				}
+				a := clusterAdmission(t, "holder-"+tc.name, raw, ip, 5, 1)
+				a.Subjects[1] = address[0]
+				a.Scope, a.ClaimTTL = scope, time.Minute
+				batches := r.calls.batches.Load()
+				out, err := r.admitter.Admit(ctx, a)
+				if err != nil || accepted(out) != tc.want || out.Claim != otp.Claimed {
+					t.Fatalf("%+v, %v; want admitted %v", out, err, tc.want)
+				}
+				if n := r.calls.batches.Load() - batches; n != tc.rounds {
+					t.Fatalf("%d rounds, want %d", n, tc.rounds)
+				}
+				if err := <-gaveBack; err != nil {
+					t.Fatal(err)
+				}
+				if n, err := rdb.ZCard(ctx, own+"rl:{ip:"+ip+"}").Result(); err != nil || n != 1 {
+					t.Fatalf("the address's window holds %d (%v), want 1", n, err)
+				}
+				if tc.want {
+					return
+				}
+				// Free the address's unit and the claim for the next case.
+				if err := errors.Join(r.limiter.Refund(ctx, other, address), r.admitter.idempotency.Settle(ctx, scope, a.Ticket, nil, time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+
+	t.Run("a keyed send refused from memory asks only the claim, once", func(t *testing.T) {
+		own := "t:" + testenv.Unique() + ":"
+		r := newClusterReplica(t, rdb, own, loose)
+		r.limiter = ratelimit.New(rdb, own, ratelimit.Options{Scripts: r.calls, LocalRefusals: 100})
+		r.admitter = NewCluster(r.calls, r.limiter, r.guard, codestore.New(rdb, own, r.calls), codestore.NewIdempotency(rdb, own), nil)
+		const ip = "198.51.88.1"
+		if out, err := r.admitter.Admit(ctx, clusterAdmission(t, "m1", "+447400630001", ip, 5, 1)); err != nil || !accepted(out) {
+			t.Fatalf("first: %+v, %v", out, err)
+		}
+		// The refusal cache answers while its invalidations are heard.
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = r.limiter.Run(rctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		i := 0
+		testenv.WaitUntil(t, 10*time.Second, "the address's refusal remembered", func() error {
+			i++
+			batches := r.calls.batches.Load()
+			out, err := r.admitter.Admit(ctx, clusterAdmission(t, fmt.Sprintf("m2-%d", i), fmt.Sprintf("+44740063%04d", 100+i), ip, 5, 1))
+			switch {
+			case err != nil:
+				return err
+			case out.Decision.Allowed:
+				return fmt.Errorf("admitted: %+v", out)
+			case r.calls.batches.Load() != batches:
+				return fmt.Errorf("refused by Redis, not from memory")
+			}
+			return nil
+		})
+		a := clusterAdmission(t, "m3", "+447400630003", ip, 5, 1)
+		a.Scope, a.ClaimTTL = otp.SendScope("+447400630003", "k"), time.Minute
+		batches := r.calls.batches.Load()
+		out, err := r.admitter.Admit(ctx, a)
+		if err != nil || out.Claim != otp.Claimed || out.Decision.Allowed {
+			t.Fatalf("%+v, %v; want claimed and refused", out, err)
+		}
+		if n := r.calls.batches.Load() - batches; n != 1 {
+			t.Fatalf("%d rounds, want the claim's only", n)
+		}
+	})
+
 	t.Run("a pumping refusal gives the windows back", func(t *testing.T) {
 		own := "t:" + testenv.Unique() + ":"
 		r := newClusterReplica(t, rdb, own, nil)
@@ -229,7 +471,7 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		if last.Pumping.Refused.Rule != pumping.RuleRange100 || !last.Decision.Allowed || last.Issued {
 			t.Fatalf("refusal %+v, decision allowed %v, issued %v", last.Pumping.Refused, last.Decision.Allowed, last.Issued)
 		}
-		for _, key := range []string{fmt.Sprintf("phone:+4474007000%02d", floor), fmt.Sprintf("ip:%d.51.0.1", 10+floor)} {
+		for _, key := range []string{fmt.Sprintf("send:phone:+4474007000%02d", floor), fmt.Sprintf("ip:%d.51.0.1", 10+floor)} {
 			if n, err := rdb.ZCard(ctx, own+"rl:{"+key+"}").Result(); err != nil || n != 0 {
 				t.Fatalf("%s holds %d tickets (%v) after a pumping refusal, want 0", key, n, err)
 			}
