@@ -78,6 +78,22 @@ func admission(t *testing.T, raw, country, ip string, phoneMax, ipMax int) otp.A
 		Code:     otp.StoredCode{MAC: []byte("mac-" + tk), Sealed: []byte("sealed-" + tk)}, CodeTTL: 5 * time.Minute}
 }
 
+// checkKeyedAnswer fails the test unless a keyed send got the claim it
+// wants (and the stored answer settle), admitted when it claimed and
+// holding nothing when it did not.
+func checkKeyedAnswer(t *testing.T, got otp.Admitted, err error, want otp.Claim, settle []byte) {
+	t.Helper()
+	if err != nil || got.Claim != want || string(got.Prior) != string(settle) {
+		t.Fatalf("Admit: %+v, %v; want %v", got, err, want)
+	}
+	if want == otp.Claimed && !admitted(got) {
+		t.Fatalf("Admit: %+v; want admitted", got)
+	}
+	if want != otp.Claimed && (got.Limited || got.Issued) {
+		t.Fatalf("Admit: %+v; want nothing held", got)
+	}
+}
+
 func admitted(a otp.Admitted) bool {
 	return a.Claim == otp.Claimed && a.Limited && a.Decision.Allowed && a.Pumping.Refused == nil && a.Issued
 }
@@ -323,15 +339,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 				start := time.Now()
 				got, err := tc.from.Admit(ctx, tc.adm)
 				took := time.Since(start)
-				if err != nil || got.Claim != tc.want || string(got.Prior) != string(tc.settle) {
-					t.Fatalf("Admit: %+v, %v; want %v", got, err, tc.want)
-				}
-				if tc.want == otp.Claimed && !admitted(got) {
-					t.Fatalf("Admit: %+v; want admitted", got)
-				}
-				if tc.want != otp.Claimed && (got.Limited || got.Issued) {
-					t.Fatalf("Admit: %+v; want nothing held", got)
-				}
+				checkKeyedAnswer(t, got, err, tc.want, tc.settle)
 				if h := windowHolds(); h != 1 {
 					t.Fatalf("the number's window at home holds %d, want the first send only", h)
 				}
