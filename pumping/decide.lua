@@ -194,6 +194,11 @@ if ARGV[11] == '1' then
   recf = counted and r[5] ~= false
   stale = not counted and (r[3] ~= false or r[4] ~= false or r[5] ~= false)
 end
+-- A free resend in the call that holds the number's record (one primary):
+-- the caller's networks do not count it either (on Cluster the caller's
+-- call is given it back: Guard.conclude).
+local free = rec ~= nil and counted and not again
+local function network(kind) return kind == 'n' or kind == 'N' end
 -- The subjects, read lazily: a country's decision reads the caller's
 -- networks before their own turn.
 local subj, state = {}, {}
@@ -422,7 +427,7 @@ for i = 1, n do
     -- A phone already counted in this range is one of u: its resend is
     -- refused only when the range is over budget without it.
     local need = u + 1
-    if kind == 'r' and counted then need = u end
+    if (kind == 'r' and counted) or (free and network(kind)) then need = u end
     st.refuse = need > budget and mode ~= 2
     if st.refuse and kind ~= 'r' and probe > 0 then
       -- The probe clock starts at the first refusal.
@@ -480,7 +485,7 @@ for i = 1, n do
   local st = state[i]
   local add = 1
   if st.kind == 'm' then add = st.price end
-  local skip = (st.kind == 'r' and counted) or (st.kind == 'c' and (st.add == 0 or st.fo ~= nil))
+  local skip = (st.kind == 'r' and counted) or (free and network(st.kind)) or (st.kind == 'c' and (st.add == 0 or st.fo ~= nil))
   if not skip then
     st.scur, st.S = st.scur + add, st.S + add
   end
@@ -498,7 +503,7 @@ for i = 1, n do
   -- A country's restriction, tripped or extended, is written with its
   -- counts: one HSET.
   store(st, not skip, st.trip)
-  if st.sub then
+  if st.sub and not skip then
     st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
     store(st.sub, true)
   end

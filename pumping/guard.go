@@ -293,6 +293,9 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 		}
 		g.noteNear(ctx, c)
 	}
+	if failed == nil && res.Refused == nil {
+		counted = g.giveBackFreeResend(ctx, phone, counted)
+	}
 	res.Ticket = &reservation{phone: phone.E164, calls: counted}
 	if failed != nil || res.Refused != nil {
 		// Another group refused or failed: take back what the others counted.

@@ -27,7 +27,9 @@ for i = 1, n do
   ai = ai + 2
   local key = KEYS[ki]
   ki = ki + 1
-  local take = kind ~= 'r' or new
+  -- A free resend (a record, counted before: ARGV[3] 0) counted neither
+  -- its ranges nor, in the same call, the caller's networks.
+  local take = (kind ~= 'r' and not (rec ~= nil and ARGV[3] == '0' and (kind == 'n' or kind == 'N'))) or new
   local sub = nil
   if kind == 'N' then
     sub = KEYS[ki]

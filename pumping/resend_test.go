@@ -88,3 +88,28 @@ func TestResendsFromRotatingNetworksMeetTheBudgets(t *testing.T) {
 		t.Logf("%d of 720 texted", admitted)
 	})
 }
+
+// A free resend is free for the caller's networks too: many real users
+// behind one carrier address retry a late text, and their retries used
+// to fill its budget. On Cluster the networks' call counts it and is given
+// it back once the number's call says it was a resend.
+func TestFreeResendsDoNotCountForTheCallersNetworks(t *testing.T) {
+	eachLayout(t, func(t *testing.T, f *fixture, cluster bool) {
+		g := f.guard(t, only(RuleNet32), cluster) // floor 5
+		from := ip("100.15.0.7")
+		a := phone(t, "+2348031234567")
+		for i := range 3 {
+			if r := reserve(t, g, a, from); r.Refused != nil {
+				t.Fatalf("text %d to a: %+v", i+1, r.Refused)
+			}
+		}
+		for i := range 4 {
+			if r := reserve(t, g, phone(t, fmt.Sprintf("+23480312346%02d", 10+i)), from); r.Refused != nil {
+				t.Fatalf("new number %d refused: the resends counted for the address: %+v", i, r.Refused)
+			}
+		}
+		if r := reserve(t, g, phone(t, "+2348031234699"), from); r.Refused == nil || r.Refused.Rule != RuleNet32 {
+			t.Fatalf("a sixth number from the address: %+v, want refused by %s", r.Refused, RuleNet32)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"smsgw/internal/redisbatch"
+	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
@@ -216,8 +217,14 @@ func testKeysExpireAfterTheLongestWindow(t *testing.T, be backend) {
 	}
 }
 
+// The flush is a redis-server of the test's own: a SCRIPT FLUSH on the
+// shared Redis would fail other packages' processes running meanwhile.
 func TestRecoversFromScriptFlush(t *testing.T) {
-	l, rdb, clock := newTestLimiter(t, single)
+	l, rdb, clock := newTestLimiter(t, func(t *testing.T) (redis.UniversalClient, string) {
+		rdb := redistopo.StartSingle(t).Client()
+		t.Cleanup(func() { rdb.Close() })
+		return rdb, "test:"
+	})
 	ctx := context.Background()
 	x := ip("192.0.2.10")
 	for i := 0; i < 3; i++ {

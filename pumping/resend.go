@@ -1,0 +1,50 @@
+package pumping
+
+import (
+	"context"
+
+	"smsgw/otp"
+)
+
+// giveBackFreeResend takes back what the caller's networks counted for a
+// free resend (a number counted before, within its two free resends: its
+// destination call answered recorded 0) when they were asked apart from
+// the number's record, as on Redis Cluster: decide.lua skips them itself
+// when one call holds both. It returns the calls the reservation still
+// holds.
+func (g *Guard) giveBackFreeResend(ctx context.Context, phone otp.Phone, counted []call) []call {
+	free := false
+	for _, c := range counted {
+		if c.grp.record != "" && c.recorded == 0 {
+			free = true
+		}
+	}
+	if !free {
+		return counted
+	}
+	var kept, back []call
+	for _, c := range counted {
+		if c.grp.record == "" && c.grp.networks() {
+			back = append(back, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	if len(back) > 0 {
+		r := otp.PumpingReservation{Ticket: &reservation{phone: phone.E164, calls: back}}
+		if err := g.Release(context.WithoutCancel(ctx), r); err != nil {
+			g.log.WarnContext(ctx, "giving a free resend back to the caller's networks failed", "err", err)
+		}
+	}
+	return kept
+}
+
+// networks says whether the group counts the caller's networks.
+func (grp group) networks() bool {
+	for _, s := range grp.subjects {
+		if s.kind == 'n' {
+			return true
+		}
+	}
+	return false
+}
