@@ -195,8 +195,9 @@ if ARGV[11] == '1' then
   stale = not counted and (r[3] ~= false or r[4] ~= false or r[5] ~= false)
 end
 -- A free resend in the call that holds the number's record (one primary):
--- the caller's networks do not count it either (on Cluster the caller's
--- call is given it back: Guard.conclude).
+-- the caller's networks' budgets do not count it either (on Cluster the
+-- caller's call is given it back: Guard.conclude); their ledgers of texts
+-- to the country, which make their sign, do.
 local free = rec ~= nil and counted and not again
 local function network(kind) return kind == 'n' or kind == 'N' end
 -- The subjects, read lazily: a country's decision reads the caller's
@@ -503,7 +504,9 @@ for i = 1, n do
   -- A country's restriction, tripped or extended, is written with its
   -- counts: one HSET.
   store(st, not skip, st.trip)
-  if st.sub and not skip then
+  if st.sub then
+    -- The network's ledger of texts to this country counts every text:
+    -- its users' resends are part of whether they verify (its sign).
     st.sub.scur, st.sub.S = st.sub.scur + 1, st.sub.S + 1
     store(st.sub, true)
   end

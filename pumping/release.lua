@@ -7,7 +7,8 @@
 -- ARGV[2]  the phone (E.164)
 -- ARGV[3]  1 when decide.lua counted the phone anew (its record goes too),
 --          2 when it counted a resend past the free ones again (the country
---          gives it back, the record keeps its first count)
+--          gives it back, the record keeps its first count), 3 for the
+--          caller's networks of a free resend: their budgets only
 -- ARGV[4]  1 when KEYS[1] is the phone's record
 -- ARGV[5]  number of subjects; then per subject: kind ("N" a network with
 --          its country ledger: two keys), amount (the price
@@ -27,9 +28,7 @@ for i = 1, n do
   ai = ai + 2
   local key = KEYS[ki]
   ki = ki + 1
-  -- A free resend (a record, counted before: ARGV[3] 0) counted neither
-  -- its ranges nor, in the same call, the caller's networks.
-  local take = (kind ~= 'r' and not (rec ~= nil and ARGV[3] == '0' and (kind == 'n' or kind == 'N'))) or new
+  local take = kind ~= 'r' or new
   local sub = nil
   if kind == 'N' then
     sub = KEYS[ki]
@@ -61,8 +60,20 @@ for i = 1, n do
   end
   if take then
     if kind ~= 'm' then amount = 1 end
+    -- A free resend (a record, counted before: ARGV[3] 0) counted
+    -- neither its ranges nor, in the same call, the caller's networks'
+    -- budgets, only their ledgers to the country; ARGV[3] 3 gives a
+    -- free resend's networks back their budgets alone (Guard.conclude).
+    local keys = {key, sub}
+    if kind == 'n' or kind == 'N' then
+      if rec ~= nil and ARGV[3] == '0' then
+        keys = {sub}
+      elseif ARGV[3] == '3' then
+        keys = {key}
+      end
+    end
     -- Only a bucket still in the window holds the count to take back.
-    for _, k in ipairs({key, sub}) do
+    for _, k in ipairs(keys) do
       if redis.call('HEXISTS', k, 's' .. x) == 1 then
         redis.call('HINCRBY', k, 's' .. x, -amount)
         redis.call('HINCRBY', k, 'S', -amount)

@@ -25,6 +25,7 @@ func (g *Guard) giveBackFreeResend(ctx context.Context, phone otp.Phone, counted
 	var kept, back []call
 	for _, c := range counted {
 		if c.grp.record == "" && c.grp.networks() {
+			c.recorded = freeResendNetworks
 			back = append(back, c)
 		} else {
 			kept = append(kept, c)
@@ -38,6 +39,12 @@ func (g *Guard) giveBackFreeResend(ctx context.Context, phone otp.Phone, counted
 	}
 	return kept
 }
+
+// freeResendNetworks is release.lua's ARGV[3] that gives the caller's
+// networks back their budgets alone: their ledgers of texts to the
+// country keep the resend (their sign counts every text). A provider
+// failure afterwards leaves it there: one text in a sign's ledger.
+const freeResendNetworks = 3
 
 // networks says whether the group counts the caller's networks.
 func (grp group) networks() bool {
