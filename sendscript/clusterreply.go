@@ -1,0 +1,182 @@
+package sendscript
+
+// Reading a Cluster send's replies: each slot's part concluded, and what
+// the others counted given back when one refused or failed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"smsgw/codestore"
+	"smsgw/internal/redisbatch"
+	"smsgw/otp"
+	"smsgw/ratelimit"
+)
+
+// read reads every unit's reply and concludes: a refusal or failure
+// anywhere takes back what the others counted.
+func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
+	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t *try) (otp.Admitted, error) {
+	windows := make([]any, len(groups))
+	decides := make([]any, len(pump.calls))
+	var issued, claimed any
+	var failed, notReplicated error
+	for _, u := range units {
+		var nr *redisbatch.NotReplicatedError
+		switch {
+		case u.err != nil && u.reply != nil && errors.As(u.err, &nr):
+			notReplicated = u.err
+		case u.err != nil:
+			failed = errors.Join(failed, u.err)
+			continue
+		}
+		if u.windows >= 0 {
+			windows[u.windows] = ran(u.reply[replyAllow])
+		}
+		if u.decide >= 0 {
+			decides[u.decide] = ran(u.reply[replyDecide])
+		}
+		if u.issue {
+			issued = ran(u.reply[replyIssue])
+		}
+		if u.claim {
+			claimed = u.reply[replyClaim]
+		}
+	}
+	// The claim: a duplicate in flight or a replay stopped on the number's
+	// slot; what it counted on the others is taken back as after a
+	// refusal.
+	if claimed != nil {
+		c, prior, err := codestore.ReadClaim(claimed)
+		switch {
+		case err != nil:
+			failed = errors.Join(failed, err)
+		case c != otp.Claimed:
+			out.Claim, out.Prior = c, prior
+		}
+	}
+	// The windows: admitted only when every slot admitted.
+	var admitted []otp.Subject
+	decisions := make([]otp.Decision, 0, len(groups))
+	for i, w := range groups {
+		if windows[i] == nil {
+			continue
+		}
+		d, err := w.Read(windows[i])
+		if err != nil {
+			failed = errors.Join(failed, err)
+			continue
+		}
+		decisions = append(decisions, d)
+		if d.Allowed {
+			admitted = append(admitted, subjects[i]...)
+		}
+	}
+	refund := func() {
+		if len(admitted) > 0 {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+			defer cancel()
+			if err := a.limiter.Refund(rctx, adm.Ticket, admitted); err != nil {
+				a.warn(ctx, err)
+			}
+		}
+	}
+	d, allowed := combine(decisions, adm.Subjects)
+	if failed != nil || out.Claim != otp.Claimed || !allowed || len(decisions) < len(groups) {
+		var release func()
+		if pump.abandon != nil {
+			release = pump.abandon(context.WithoutCancel(ctx), decides)
+		}
+		giveBack := func() {
+			refund()
+			if release != nil {
+				release()
+			}
+		}
+		if failed == nil && out.Claim == otp.ClaimDone {
+			// A replay ends with its answer: give back after it, so a
+			// replay costs one round trip. (A duplicate in flight may
+			// admit again with its ticket once the claim is given up:
+			// its refund must land first.)
+			go giveBack()
+			return out, nil
+		}
+		giveBack()
+		if out.Claim == otp.ClaimBusy && t.counted {
+			// Counted by claim.lua: the holder may wait for this.
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+			defer cancel()
+			if err := a.idempotency.GaveBack(gctx, adm.Scope); err != nil {
+				a.warn(ctx, err)
+			}
+		}
+		if failed != nil {
+			return out, fmt.Errorf("sendscript: %w", failed)
+		}
+		if out.Claim != otp.Claimed {
+			return out, nil
+		}
+		out.Decision, out.Limited = d, true
+		return out, nil
+	}
+	out.Decision, out.Limited = d, true
+	if pump.read != nil {
+		res, err := pump.read(ctx, decides)
+		if err != nil || res.Refused != nil {
+			refund()
+			out.Pumping = res
+			return out, err
+		}
+		out.Pumping = res
+	}
+	list, ok := issued.([]any)
+	if !ok || len(list) != 1 {
+		refund()
+		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
+		return out, fmt.Errorf("sendscript: unexpected code reply %v", issued)
+	}
+	pending, err := codestore.ReadIssue(list[0])
+	if err != nil {
+		refund()
+		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
+		return out, fmt.Errorf("sendscript: %w", err)
+	}
+	out.Pending, out.Issued = pending, true
+	if notReplicated != nil {
+		return out, a.failClosed(ctx, notReplicated, adm, out)
+	}
+	return out, nil
+}
+
+// combine is the decision over every slot's, as the limiter's reserve
+// makes it: refused when any refused (retry once every refusing slot has
+// room); else the bounding window is the one with the least room, ties to
+// the longer window, then to the first.
+func combine(decisions []otp.Decision, subjects []otp.Subject) (otp.Decision, bool) {
+	policies := ratelimit.PoliciesOf(subjects)
+	if len(decisions) == 0 {
+		return otp.Decision{Allowed: true, Policies: policies}, true
+	}
+	var refused *otp.Decision
+	for i := range decisions {
+		if !decisions[i].Allowed && (refused == nil || decisions[i].Tightest.Reset > refused.Tightest.Reset) {
+			refused = &decisions[i]
+		}
+	}
+	if refused != nil {
+		d := *refused
+		d.Policies = policies
+		return d, false
+	}
+	best := decisions[0]
+	for _, d := range decisions[1:] {
+		t, b := d.Tightest, best.Tightest
+		room, bestRoom := t.Rule.Max-t.Used, b.Rule.Max-b.Used
+		if room < bestRoom || (room == bestRoom && t.Rule.Window > b.Rule.Window) {
+			best = d
+		}
+	}
+	best.Policies = policies
+	return best, true
+}
