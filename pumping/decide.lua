@@ -200,6 +200,29 @@ end
 -- to the country, which make their sign, do.
 local free = rec ~= nil and counted and not again
 local function network(kind) return kind == 'n' or kind == 'N' end
+
+-- refusedInHour counts one more send a ledger of networks known abroad
+-- refused over its budget or while restricted, within the hour since the
+-- first of them (fields oq, ot), and returns the count; the write is
+-- ledgerWrites'.
+local function refusedInHour(led)
+  local o = redis.call('HMGET', led.key, 'oq', 'ot')
+  local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
+  if now - ot >= bucket then oq, ot = 0, now end
+  oq = oq + 1
+  led.over = {'oq', oq, 'ot', ot}
+  return oq
+end
+
+-- ledgerWrites is what a send changed in a ledger besides its counts: its
+-- restriction tripped or renewed, and its refusals in the hour (nil when
+-- nothing).
+local function ledgerWrites(led)
+  if led.over == nil then return led.trip end
+  local f = {unpack(led.over)}
+  for _, x in ipairs(led.trip or {}) do f[#f + 1] = x end
+  return f
+end
 -- The subjects, read lazily: a country's decision reads the caller's
 -- networks before their own turn.
 local subj, state = {}, {}
@@ -369,12 +392,7 @@ for i = 1, n do
         -- abroad refuses the sends over its budget, and is restricted
         -- only at the third such refusal within an hour (a spread
         -- reaches it within minutes; an hour of travellers seldom).
-        local o = redis.call('HMGET', led.key, 'oq', 'ot')
-        local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
-        if now - ot >= bucket then oq, ot = 0, now end
-        oq = oq + 1
-        trip = oq >= 3
-        led.over = {'oq', oq, 'ot', ot}
+        trip = refusedInHour(led) >= 3
       end
       if trip then
         local f = {'rx', now + restrict}
@@ -395,12 +413,7 @@ for i = 1, n do
         -- refused within the hour are more than its floor and twice the
         -- travellers' approvals of an average hour. Real travellers alone
         -- let it lapse (each of them renewing it, it would never end).
-        local o = redis.call('HMGET', led.key, 'oq', 'ot')
-        local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
-        if now - ot >= bucket then oq, ot = 0, now end
-        oq = oq + 1
-        led.over = {'oq', oq, 'ot', ot}
-        if oq > lfloor + ratio * 2 * led.A / nb then
+        if refusedInHour(led) > lfloor + ratio * 2 * led.A / nb then
           led.trip = {'rx', now + restrict}
           led.rx = now + restrict
         end
@@ -470,8 +483,8 @@ if rule > 0 and mode ~= 1 then
     -- country's own restriction is the one that refuses; the refusal is
     -- counted where the console reads it.
     if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
-    if st.fo and st.fo.trip then redis.call('HSET', st.fo.key, unpack(st.fo.trip)) end
-    if st.fo and st.fo.over then redis.call('HSET', st.fo.key, unpack(st.fo.over)) end
+    local fw = st.fo and ledgerWrites(st.fo)
+    if fw then redis.call('HSET', st.fo.key, unpack(fw)) end
     local led = st
     if st.fo and not (st.rx ~= nil and st.rx > now) then led = st.fo end
     redis.call('HINCRBY', led.key, 'nq', 1)
@@ -495,7 +508,7 @@ for i = 1, n do
     st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1
     cnew = cnew + 4
   end
-  if st.fo then store(st.fo, st.add == 1, st.fo.trip) end
+  if st.fo then store(st.fo, st.add == 1, ledgerWrites(st.fo)) end
   if st.ch and st.chadd == 1 then
     st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
     store(st.ch, true)

@@ -15,11 +15,14 @@ import (
 // abroadGuard is a guard with only the country and the signal levels of the
 // network rules on, the country's floor 6 (abroad: 2), and 203.0.0.0/16
 // known for British users: 20 of them verified their codes there.
-func abroadGuard(t *testing.T, f *fixture, cluster bool) *Guard {
+func abroadGuard(t *testing.T, f *fixture, cluster bool, more ...func(*Config)) *Guard {
 	t.Helper()
 	g := f.guard(t, func(c *Config) {
 		only(RuleCountry, RuleNet24, RuleNet16, RuleNet48, RuleNet6x32)(c)
 		c.Floors[RuleCountry] = 6
+		for _, m := range more {
+			m(c)
+		}
 	}, cluster)
 	for i := range 20 {
 		gb := phone(t, fmt.Sprintf("+4474005551%02d", i))
@@ -235,5 +238,27 @@ func TestAbroadLedgerRestrictsAtTheThirdRefusal(t *testing.T) {
 	}
 	if r := reserve(t, g, travellers[3], ip("203.0.110.9")); r.Refused != nil {
 		t.Fatalf("a traveller after an approval gave the ledger room: %+v", r.Refused)
+	}
+}
+
+// In shadow mode nothing is refused, so the refusals that restrict a
+// ledger of networks known abroad are counted by sends served: the
+// restriction is still recorded, for the console to show what enforcing
+// would do.
+func TestAbroadLedgerRestrictsInShadowMode(t *testing.T) {
+	f := newFixture(t)
+	g := abroadGuard(t, f, false, func(c *Config) { c.Mode = ModeShadow })
+	for i := range 5 { // the floor, 2, then three over it
+		r := reserve(t, g, phone(t, fmt.Sprintf("+1650%07d", 2530000+i*7919)), ip(fmt.Sprintf("203.0.%d.9", 100+i)))
+		if r.Refused != nil {
+			t.Fatalf("send %d refused in shadow mode: %+v", i, r.Refused)
+		}
+	}
+	v, err := f.rdb.HMGet(context.Background(), f.prefix+"pump:{d:US}:cf", "rs", "rx").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[0] == nil || v[1] == nil {
+		t.Fatalf("the ledger of networks known abroad: rs rx = %v, want restricted at its third send over budget", v)
 	}
 }
