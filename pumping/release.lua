@@ -17,6 +17,14 @@
 --          else ignored)
 local x, phone, new, again = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[3] == '2'
 local n = tonumber(ARGV[5])
+-- takeBack gives a subject back amount texts of bucket x: only a bucket
+-- still in the window holds the count to take back.
+local function takeBack(k, amount)
+  if redis.call('HEXISTS', k, 's' .. x) == 1 then
+    redis.call('HINCRBY', k, 's' .. x, -amount)
+    redis.call('HINCRBY', k, 'S', -amount)
+  end
+end
 local ki, ai = 1, 6
 local rec = nil
 if ARGV[4] == '1' then
@@ -50,12 +58,7 @@ for i = 1, n do
       if math.floor(amount / 2) % 2 == 1 then redis.call('HDEL', rec, 'k') end
       if amount >= 4 then redis.call('HDEL', rec, 'f') end
     end
-    for _, k in ipairs(keys) do
-      if redis.call('HEXISTS', k, 's' .. x) == 1 then
-        redis.call('HINCRBY', k, 's' .. x, -1)
-        redis.call('HINCRBY', k, 'S', -1)
-      end
-    end
+    for _, k in ipairs(keys) do takeBack(k, 1) end
     take = false
   end
   if take then
@@ -72,13 +75,7 @@ for i = 1, n do
         keys = {key}
       end
     end
-    -- Only a bucket still in the window holds the count to take back.
-    for _, k in ipairs(keys) do
-      if redis.call('HEXISTS', k, 's' .. x) == 1 then
-        redis.call('HINCRBY', k, 's' .. x, -amount)
-        redis.call('HINCRBY', k, 'S', -amount)
-      end
-    end
+    for _, k in ipairs(keys) do takeBack(k, amount) end
   end
 end
 if rec ~= nil and new then

@@ -31,12 +31,7 @@ func (g *Guard) giveBackFreeResend(ctx context.Context, phone otp.Phone, counted
 			kept = append(kept, c)
 		}
 	}
-	if len(back) > 0 {
-		r := otp.PumpingReservation{Ticket: &reservation{phone: phone.E164, calls: back}}
-		if err := g.Release(context.WithoutCancel(ctx), r); err != nil {
-			g.log.WarnContext(ctx, "giving a free resend back to the caller's networks failed", "err", err)
-		}
-	}
+	g.releaseCounted(ctx, phone, back, nil, "giving a free resend back to the caller's networks failed")
 	return kept
 }
 
