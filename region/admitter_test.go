@@ -368,32 +368,28 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	t.Run("racers with one key from both regions: one admission", func(t *testing.T) {
 		const raw = "+33612390001"
 		scope := otp.SendScope(raw, "race")
-		var n, busy atomic.Int64
-		var wg sync.WaitGroup
-		for i := range 20 {
+		outcomes := testenv.Race(t, 20, func(i int) string {
 			from := a
 			if i%2 == 1 {
 				from = c
 			}
-			wg.Go(func() {
-				adm := admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 170+i), 3, 1000)
-				adm.Scope, adm.ClaimTTL = scope, time.Minute
-				got, err := from.Admit(ctx, adm)
-				switch {
-				case err != nil:
-					t.Error(err)
-				case admitted(got):
-					n.Add(1)
-				case got.Claim == otp.ClaimBusy && !got.Limited && !got.Issued:
-					busy.Add(1)
-				default:
-					t.Errorf("racer %d: %+v; want admitted or busy", i, got)
-				}
-			})
-		}
-		wg.Wait()
-		if n.Load() != 1 || busy.Load() != 19 {
-			t.Fatalf("%d admitted, %d busy; want 1 and 19", n.Load(), busy.Load())
+			adm := admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 170+i), 3, 1000)
+			adm.Scope, adm.ClaimTTL = scope, time.Minute
+			got, err := from.Admit(ctx, adm)
+			switch {
+			case err != nil:
+				t.Error(err)
+				return "error"
+			case admitted(got):
+				return "admitted"
+			case got.Claim == otp.ClaimBusy && !got.Limited && !got.Issued:
+				return "busy"
+			}
+			t.Errorf("racer %d: %+v; want admitted or busy", i, got)
+			return "other"
+		})
+		if outcomes["admitted"] != 1 || outcomes["busy"] != 19 {
+			t.Fatalf("%d admitted, %d busy; want 1 and 19", outcomes["admitted"], outcomes["busy"])
 		}
 		if h, err := cluster.Client().ZCard(ctx, prefix+"rl:{"+otp.SendPhoneKey+raw+"}").Result(); err != nil || h != 1 {
 			t.Fatalf("the number's window at home holds %d (%v), want 1", h, err)

@@ -176,27 +176,23 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				const senders = 40
-				var admitted, refused atomic.Int64
-				var wg sync.WaitGroup
-				for i := range senders {
-					wg.Go(func() {
-						a := clusterAdmission(t, fmt.Sprintf("%s-r%d", tc.key, i), tc.phone(i), tc.ip(i), tc.max, tc.ipMax)
-						out, err := replicas[i%2].admitter.Admit(ctx, a)
-						switch {
-						case err != nil:
-							t.Error(err)
-						case accepted(out):
-							admitted.Add(1)
-						case out.Decision.Allowed:
-							t.Errorf("refused by the pumping rules: %+v", out.Pumping.Refused)
-						default:
-							refused.Add(1)
-						}
-					})
-				}
-				wg.Wait()
-				if admitted.Load() != int64(tc.limit) || refused.Load() != senders-int64(tc.limit) {
-					t.Fatalf("admitted %d, refused %d; want %d and %d", admitted.Load(), refused.Load(), tc.limit, senders-tc.limit)
+				got := testenv.Race(t, senders, func(i int) string {
+					a := clusterAdmission(t, fmt.Sprintf("%s-r%d", tc.key, i), tc.phone(i), tc.ip(i), tc.max, tc.ipMax)
+					out, err := replicas[i%2].admitter.Admit(ctx, a)
+					switch {
+					case err != nil:
+						t.Error(err)
+						return "error"
+					case accepted(out):
+						return "admitted"
+					case out.Decision.Allowed:
+						t.Errorf("refused by the pumping rules: %+v", out.Pumping.Refused)
+						return "pumping"
+					}
+					return "refused"
+				})
+				if got["admitted"] != tc.limit || got["refused"] != senders-tc.limit {
+					t.Fatalf("admitted %d, refused %d; want %d and %d", got["admitted"], got["refused"], tc.limit, senders-tc.limit)
 				}
 				if n := zcard(tc.key); n != int64(tc.limit) {
 					t.Fatalf("the window holds %d tickets, want %d: refused sends gave back what they counted", n, tc.limit)
@@ -292,37 +288,34 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				refusedClaimer := 0
 				for round := range tc.rounds {
-					var admitted, busy, refused atomic.Int64
-					var wg sync.WaitGroup
 					e164 := fmt.Sprintf("+4474006%d%04d", len(tc.name)%10, round)
 					scope := otp.SendScope(e164, "race-"+prefix)
-					for i := range racers {
-						wg.Go(func() {
-							a := clusterAdmission(t, fmt.Sprintf("race-%s-%d-%d", tc.name, round, i), e164, tc.ip(round, i), 3, tc.ipMax)
-							a.Scope, a.ClaimTTL = scope, time.Minute
-							out, err := replicas[i%2].admitter.Admit(ctx, a)
-							switch {
-							case err != nil:
-								t.Error(err)
-							case accepted(out):
-								admitted.Add(1)
-							case out.Claim == otp.ClaimBusy && !out.Limited && !out.Issued:
-								busy.Add(1)
-							case out.Claim == otp.Claimed && out.Limited && !out.Decision.Allowed:
-								refused.Add(1)
-							default:
-								t.Errorf("racer %d: %+v; want admitted, busy or refused", i, out)
-							}
-						})
-					}
-					wg.Wait()
-					if admitted.Load()+refused.Load() != 1 || busy.Load() != racers-1 || (tc.exact && admitted.Load() != 1) {
+					got := testenv.Race(t, racers, func(i int) string {
+						a := clusterAdmission(t, fmt.Sprintf("race-%s-%d-%d", tc.name, round, i), e164, tc.ip(round, i), 3, tc.ipMax)
+						a.Scope, a.ClaimTTL = scope, time.Minute
+						out, err := replicas[i%2].admitter.Admit(ctx, a)
+						switch {
+						case err != nil:
+							t.Error(err)
+							return "error"
+						case accepted(out):
+							return "admitted"
+						case out.Claim == otp.ClaimBusy && !out.Limited && !out.Issued:
+							return "busy"
+						case out.Claim == otp.Claimed && out.Limited && !out.Decision.Allowed:
+							return "refused"
+						}
+						t.Errorf("racer %d: %+v; want admitted, busy or refused", i, out)
+						return "other"
+					})
+					admitted, refused, busy := got["admitted"], got["refused"], got["busy"]
+					if admitted+refused != 1 || busy != racers-1 || (tc.exact && admitted != 1) {
 						t.Fatalf("round %d: %d admitted, %d refused holding the claim, %d busy; want one holder, admitted, and %d busy",
-							round, admitted.Load(), refused.Load(), busy.Load(), racers-1)
+							round, admitted, refused, busy, racers-1)
 					}
-					refusedClaimer += int(refused.Load())
-					if n := zcard(otp.SendPhoneKey + e164); n != admitted.Load() {
-						t.Fatalf("round %d: the number's window holds %d tickets, want %d", round, n, admitted.Load())
+					refusedClaimer += refused
+					if n := zcard(otp.SendPhoneKey + e164); n != int64(admitted) {
+						t.Fatalf("round %d: the number's window holds %d tickets, want %d", round, n, admitted)
 					}
 					seen := map[string]bool{}
 					var ips int64
@@ -332,8 +325,8 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 							ips += zcard("ip:" + ip)
 						}
 					}
-					if ips != admitted.Load() {
-						t.Fatalf("round %d: the racers' address windows hold %d tickets, want %d: the duplicates gave theirs back", round, ips, admitted.Load())
+					if ips != int64(admitted) {
+						t.Fatalf("round %d: the racers' address windows hold %d tickets, want %d: the duplicates gave theirs back", round, ips, admitted)
 					}
 				}
 				t.Logf("%d rounds of %d racers: the request holding the claim was refused by its duplicates' counts in %d", tc.rounds, racers, refusedClaimer)
