@@ -49,7 +49,7 @@ func outcomeOf(err error, success string) string {
 }
 
 // auditTimeout bounds the wait for a row to be durable.
-const auditTimeout = 5 * time.Second
+const auditTimeout = otp.AuditTimeout
 
 // admit is where a send or a verify starts: a malformed request (its shape
 // error in malformed) is audited as invalid_request and answered with that

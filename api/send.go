@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -67,22 +66,18 @@ func (s *Server) handleSend(c echo.Context) error {
 		return err
 	}
 
-	row := &sendRow{log: s.AuditLog, ev: ev}
 	res, err := s.Service.Send(ctx, otp.SendRequest{
 		Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
-		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Audit: row,
+		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Row: ev,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)
 	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
 	setOutcome(&ev, err, otp.OutcomeSent)
-	if row.failed {
-		ev.Reason = otp.ReasonAudit
-	}
-	if row.durable || row.failed {
-		// The row is durable as sending, or kept in memory as sending
-		// until it can be: its final outcome follows on the same row
-		// without the client waiting for it.
+	if res.Sending {
+		// The flow made the row durable as sending, or the log keeps it
+		// as sending until it can be: its final outcome follows on the
+		// same row without the client waiting for it.
 		s.m.outcomes.WithLabelValues(ev.Kind, ev.Outcome, ev.Reason).Inc()
 		s.AuditLog.Finish(ev)
 	} else if rerr := s.answered(ctx, ev, func() string {
@@ -125,26 +120,4 @@ func idempotencyKey(h http.Header) (string, error) {
 		}
 	}
 	return k, nil
-}
-
-// sendRow is a send's audit row, written with outcome sending when the send
-// flow is about to call a provider.
-type sendRow struct {
-	log     otp.AuditLog
-	ev      otp.AuditEvent
-	durable bool // the row is durable as sending
-	failed  bool // it could not be made durable: nothing was texted
-}
-
-func (r *sendRow) Sending(ctx context.Context, phone otp.Phone, reason string) error {
-	e := r.ev
-	e.Phone, e.Outcome, e.Reason = phone.E164, otp.OutcomeSending, reason
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-	defer cancel()
-	if err := r.log.Record(rctx, e); err != nil {
-		r.failed = true
-		return err
-	}
-	r.durable = true
-	return nil
 }

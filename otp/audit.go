@@ -172,26 +172,24 @@ func Waits(kind, outcome string) bool {
 	return true
 }
 
-// SendAudit is a send's audit row in the making, given to the send flow by
-// whoever answers the request. The flow calls Sending right before any
-// provider is called; it returns once the row is durable with outcome
-// sending, so every text a provider ever gets has a row. An error means it
-// is not, and nothing may be texted.
-type SendAudit interface {
-	Sending(ctx context.Context, phone Phone, reason string) error
-}
-
-// beforeText makes the send's row durable before any provider is called. If
-// it cannot be, the request is undone as if the provider had refused it: the
-// quota is given back and a new code nobody has is discarded.
-func (s *Service) beforeText(ctx context.Context, req SendRequest, phone Phone, reason string, issued issuedCode, subjects []Subject) error {
-	if req.Audit == nil {
-		return nil
-	}
-	err := req.Audit.Sending(ctx, phone, reason)
+// beforeText makes the send's row durable, as sending, before any provider
+// is called, so every text a provider ever gets has a row. If it cannot be,
+// nothing is texted and the request is undone as if the provider had refused
+// it: the quota is given back and a new code nobody has is discarded.
+func (s *Service) beforeText(ctx context.Context, req SendRequest, phone Phone, res *SendResult, issued issuedCode, subjects []Subject) error {
+	row := req.Row
+	row.Kind, row.Phone, row.Outcome, row.Reason = KindSend, phone.E164, OutcomeSending, res.Reason
+	// The row must be taken even if the client has gone.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AuditTimeout)
+	defer cancel()
+	// Handed over even when it fails: the log keeps a row it could not
+	// write and writes it once it can.
+	res.Sending = true
+	err := s.AuditLog.Record(rctx, row)
 	if err == nil {
 		return nil
 	}
+	res.Reason = ReasonAudit
 	s.refund(ctx, req.Ticket, subjects)
 	if issued.isNew {
 		if derr := s.Codes.Discard(ctx, phone.E164, issued.mac); derr != nil {
@@ -200,6 +198,9 @@ func (s *Service) beforeText(ctx context.Context, req SendRequest, phone Phone, 
 	}
 	return unavailable("audit", err)
 }
+
+// AuditTimeout bounds the wait for a row to be durable.
+const AuditTimeout = 5 * time.Second
 
 // AuditReader reads the newest audit events, of one phone (E.164) or of all
 // when phone is empty, newest first.

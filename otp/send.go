@@ -25,8 +25,10 @@ type SendRequest struct {
 	// ChallengeToken is a solved bot challenge, checked only when a pumping
 	// rule would refuse the send.
 	ChallengeToken string
-	// Audit, when set, makes the send's row durable before any text.
-	Audit SendAudit
+	// Row is the request's audit row as its caller started it (ID, Time,
+	// Kind, RequestID, ClientIP, APIKey): the flow makes it durable, as
+	// sending, through Deps.AuditLog before any provider is called.
+	Row AuditEvent
 }
 
 // SendResult is what happened to a send request. It is filled as far as the
@@ -50,6 +52,11 @@ type SendResult struct {
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same Idempotency-Key.
 	Replayed bool
+	// Sending is set once the flow handed the request's row to the audit
+	// log as sending (durable, or kept by the log until it can be): the
+	// caller gives that row its final outcome with AuditLog.Finish instead
+	// of writing one of its own.
+	Sending bool
 }
 
 // Send texts a code to the request's phone if every limit has room. While a
@@ -117,7 +124,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		giveBack()
 		return res, fmt.Errorf("render message: %w", err)
 	}
-	if err := s.beforeText(sendCtx, req, phone, res.Reason, issued, subjects); err != nil {
+	if err := s.beforeText(sendCtx, req, phone, &res, issued, subjects); err != nil {
 		gate.release(sendCtx)
 		return res, err
 	}

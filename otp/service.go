@@ -38,6 +38,9 @@ type Deps struct {
 	Sender      Sender
 	Codes       CodeStore
 	Idempotency IdempotencyStore
+	// AuditLog is where a send's row is made durable, as sending, before
+	// any text: required, since no text goes out without its row.
+	AuditLog AuditLog
 	// Admitter, when set, stands in for the idempotency claim, the windows,
 	// the pumping reservation and the code issue of a send in one step (one
 	// Redis round trip); nil asks each in turn.
@@ -88,6 +91,9 @@ type Service struct {
 func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 10 * time.Second
+	}
+	if deps.AuditLog == nil {
+		panic("otp: NewService needs Deps.AuditLog: no text goes out without its row")
 	}
 	if deps.Pumping == nil {
 		deps.Pumping = NoPumpingGuard{}

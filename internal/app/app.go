@@ -224,6 +224,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Sender:      router,
 		Codes:       st.codes,
 		Idempotency: st.idempotency,
+		AuditLog:    auditLog,
 		Admitter:    st.admitter,
 		Pumping:     st.guard,
 		Overrides:   st.guard,
