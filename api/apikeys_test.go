@@ -76,3 +76,54 @@ func digest(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestPublishableAndSecretKeys is one deployment serving a page and a
+// backend: the page's publishable key only from its origin and never on
+// anyone's behalf, the backend's secret key forwarding its users' addresses.
+func TestPublishableAndSecretKeys(t *testing.T) {
+	const page, backend, origin = "pk-page-0123456789", "sk-backend-0123456789", "https://signup.example.com"
+	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
+		c.API.Keys = []app.APIKey{
+			{Name: "signup-page", SHA256: digest(page), Enabled: true, Publishable: true, Origins: []string{origin}},
+			{Name: "signup-backend", SHA256: digest(backend), Enabled: true, ForwardClientIP: true},
+		}
+	}})
+	for _, tt := range []struct {
+		name, key, origin, body string
+		status                  int
+		code, reason, clientIP  string
+	}{
+		{"page from its origin", page, origin, `{"phone": "+14155552671"}`, 202, "", "", "127.0.0.1"},
+		{"page without an origin", page, "", `{"phone": "+14155552672"}`, 401, "unauthorized", "origin_not_allowed", ""},
+		{"page from another origin", page, "https://evil.example", `{"phone": "+14155552672"}`, 401, "unauthorized", "origin_not_allowed", ""},
+		{"page forwarding an address", page, origin, `{"phone": "+14155552672", "client_ip": "203.0.113.9"}`, 400, "invalid_request", "", ""},
+		{"backend for its user", backend, "", `{"phone": "+14155552673", "client_ip": "203.0.113.9"}`, 202, "", "", "203.0.113.9"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := map[string]string{"Authorization": "Bearer " + tt.key}
+			if tt.origin != "" {
+				h["Origin"] = tt.origin
+			}
+			r := send(t, s, tt.body, h)
+			if r.Status != tt.status || (tt.code != "" && r.ErrorCode() != tt.code) {
+				t.Fatalf("%d %s", r.Status, r.Raw)
+			}
+			rows := s.audit.AuditRows()
+			last := rows[len(rows)-1]
+			if tt.reason != "" && last["reason"] != tt.reason {
+				t.Fatalf("audit %v", last)
+			}
+			if tt.status == 202 && last["client_ip"] != tt.clientIP {
+				t.Fatalf("audit %v: the limits must count %s", last, tt.clientIP)
+			}
+			if tt.status == 202 && tt.origin != "" && r.Header.Get("Access-Control-Allow-Origin") != origin {
+				t.Fatalf("a publishable key's origin is a CORS origin: %v", r.Header)
+			}
+		})
+	}
+	pre := do(t, http.MethodOptions, s.URL+"/v1/otp/send", "", nil,
+		map[string]string{"Origin": origin, "Access-Control-Request-Method": "POST"})
+	if pre.Status != 204 {
+		t.Fatalf("preflight from the key's origin: %d %s", pre.Status, pre.Raw)
+	}
+}

@@ -15,6 +15,10 @@ func forwardedClient(c echo.Context, raw string, peer netip.Addr) (netip.Addr, e
 	if raw == "" {
 		return peer, nil
 	}
+	if publishableKey(c) {
+		return peer, otp.Errorf(otp.EInvalidRequest,
+			"client_ip is never accepted with a publishable key: a browser's limits count its own address")
+	}
 	if ok, _ := c.Get(ctxForwards).(bool); !ok {
 		return peer, otp.Errorf(otp.EInvalidRequest,
 			"client_ip is accepted only from a backend whose API key has forward_client_ip = true ([[api.keys]])")

@@ -23,12 +23,15 @@ func spreadPhone(i int) string { return fmt.Sprintf("+1%d5550123", areaCodes[i])
 // forward its users' addresses.
 const backendKey = "e2e-backend-key-0123456789abcdef"
 
+// sha256Hex is how [[api.keys]] names a key: its SHA-256 in hex.
+func sha256Hex(key string) string { s := sha256.Sum256([]byte(key)); return hex.EncodeToString(s[:]) }
+
 // backendConfig configures backendKey with forward_client_ip and a browser
 // key without it. Its users never verify: the country and /16 budgets are
 // roomy, so what is tested is which address the windows and network rules
 // count, not the country's unverified texts.
 func backendConfig() string {
-	digest := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	digest := sha256Hex
 	return fmt.Sprintf(`
 [pumping.floors]
 country = 1000

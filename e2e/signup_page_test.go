@@ -15,7 +15,8 @@ import (
 )
 
 // TestSignupPage drives examples/signup, served from an origin of its own,
-// in headless Chromium against the binary: CORS from that origin, every
+// in headless Chromium against the binary, beside a backend's secret key:
+// the page's publishable key and CORS from that origin, every
 // error said in words, the fake provider's code read through the
 // admin-guarded outbox. SMSGW_DOCS_SCREENSHOTS=1 refreshes its picture in
 // docs/.
@@ -25,7 +26,22 @@ func TestSignupPage(t *testing.T) {
 	page := httptest.NewServer(http.FileServer(http.Dir("../examples/signup")))
 	t.Cleanup(page.Close)
 	e := newEnv(t)
-	p := start(t, e, fmt.Sprintf("[server]\ncors_origins = [%q]\n", page.URL))
+	// The page's key as examples/signup/smsgw.toml lists it, bound to the
+	// test's origin, and a backend's secret key beside it.
+	const backendKey = "sk-signup-backend-0123456789"
+	p := start(t, e, fmt.Sprintf(`[[api.keys]]
+name = "signup-page"
+sha256 = "c69dc62efdc835493d6a3d8056696b3a84d66497705d8d6267fc317632ffe82a"
+enabled = true
+publishable = true
+origins = [%q]
+
+[[api.keys]]
+name = "signup-backend"
+sha256 = %q
+enabled = true
+forward_client_ip = true
+`, page.URL, sha256Hex(backendKey)))
 
 	const phone = "+447400123456"
 	text := func(sel chromedp.CSS) string {
@@ -108,6 +124,17 @@ func TestSignupPage(t *testing.T) {
 		run(chromedp.Navigate(page.URL+"/index.html?smsgw=http://"+testenv.FreeAddr(t)), chromedp.WaitVisible(chromedp.CSS("#phone")),
 			typeIn("#phone", phone), chromedp.Click(chromedp.CSS("#send")))
 		waitText("#error", "We could not reach the verification service.")
+	})
+	t.Run("a backend beside the page", func(t *testing.T) {
+		r := post(t, p.URL+"/v1/otp/send", `{"phone": "+447400123458", "client_ip": "203.0.113.8"}`,
+			map[string]string{"Authorization": "Bearer " + backendKey})
+		if r.Status != 202 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		r = post(t, p.URL+"/v1/otp/send", `{"phone": "+447400123459"}`, nil)
+		if r.Status != 401 {
+			t.Fatalf("without a key: %d %s", r.Status, r.Raw)
+		}
 	})
 	t.Run("an origin smsgw does not list", func(t *testing.T) {
 		other := httptest.NewServer(http.FileServer(http.Dir("../examples/signup")))

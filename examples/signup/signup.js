@@ -1,12 +1,13 @@
 // A signup page calling smsgw straight from the browser: text a code to the
 // number, check the code the person types, and say every error in words.
-// Plain JavaScript, no build step. smsgw must list this page's origin in
-// server.cors_origins.
+// Plain JavaScript, no build step. The page carries smsgw's publishable key,
+// whose [[api.keys]] entry lists this page's origin.
 "use strict";
 
 const SMSGW =
   new URLSearchParams(location.search).get("smsgw") ||
   document.querySelector('meta[name="smsgw-url"]').content;
+const KEY = document.querySelector('meta[name="smsgw-key"]').content;
 
 const $ = (id) => document.getElementById(id);
 const sendForm = $("send-form"), verifyForm = $("verify-form");
@@ -22,7 +23,7 @@ let countdown = null;
 async function call(path, body) {
   const res = await fetch(SMSGW + path, {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...(KEY && { Authorization: `Bearer ${KEY}` }) },
     body: JSON.stringify(body),
   });
   let json = {};

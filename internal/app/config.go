@@ -159,6 +159,9 @@ type APIKey struct {
 	// ForwardClientIP marks a backend that calls smsgw for its users: its
 	// sends and verifies may carry "client_ip", the user's address.
 	ForwardClientIP bool `toml:"forward_client_ip"`
+	// Publishable marks a browser's key: accepted only from Origins.
+	Publishable bool     `toml:"publishable"`
+	Origins     []string `toml:"origins"`
 }
 
 // LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.

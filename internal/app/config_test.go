@@ -167,6 +167,10 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{"cors no scheme", "[server]\ncors_origins = [\"a.example\"]\n", "server.cors_origins[0]"},
 		{"cors wildcard among others", "[server]\ncors_origins = [\"https://a.example\", \"*\"]\n", "server.cors_origins[1]"},
 		{"cors wildcard inside", "[server]\ncors_origins = [\"https://*.example.com\"]\n", "server.cors_origins[0]"},
+		{"publishable without origins", "[[api.keys]]\nname = \"web\"\nsha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\npublishable = true\n", "api.keys[0].origins"},
+		{"publishable forwarding", "[[api.keys]]\nname = \"web\"\nsha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\npublishable = true\norigins = [\"https://a.example\"]\nforward_client_ip = true\n", "api.keys[0].forward_client_ip"},
+		{"publishable origin path", "[[api.keys]]\nname = \"web\"\nsha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\npublishable = true\norigins = [\"https://a.example/x\"]\n", "api.keys[0].origins"},
+		{"secret key with origins", "[[api.keys]]\nname = \"be\"\nsha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\norigins = [\"https://a.example\"]\n", "api.keys[0].origins"},
 		{"console session", "[console]\nsession_ttl = \"10s\"\n", "console.session_ttl"},
 		{"wrong type", "[otp]\nlength = \"six\"\n", "length"},
 		{"code too short", "[otp]\nlength = 2\n", "otp.length"},
@@ -288,5 +292,20 @@ func TestRegionConfig(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s", err, tc.wantKey)
 			}
 		})
+	}
+}
+
+// TestExampleConfigsLoad holds the configs under examples/ to the validator,
+// so a page's or a demo's config cannot drift from what smsgw accepts.
+func TestExampleConfigsLoad(t *testing.T) {
+	paths, err := filepath.Glob("../../examples/*/*.toml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no example configs: %v", err)
+	}
+	more, _ := filepath.Glob("../../examples/*.toml")
+	for _, p := range append(paths, more...) {
+		if _, err := LoadConfig(p, noEnv); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
-	"smsgw/api"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
 )
@@ -196,20 +194,12 @@ func (c *Config) validate() error {
 	if err := otp.ValidateTestNumbers(c.TestNumbers, c.OTP.Length); err != nil {
 		return err
 	}
-	c.apiKeys = nil
-	names := map[string]bool{}
-	for i, k := range c.API.Keys {
-		if k.Name == "" || names[k.Name] {
-			return fmt.Errorf("api.keys[%d].name: must be set and unique", i)
-		}
-		names[k.Name] = true
-		sum, err := hex.DecodeString(k.SHA256)
-		if err != nil || len(sum) != 32 {
-			return fmt.Errorf("api.keys[%d].sha256: want the key's SHA-256 as 64 hex digits (printf %%s \"$KEY\" | sha256sum)", i)
-		}
-		c.apiKeys = append(c.apiKeys, api.APIKey{Name: k.Name, SHA256: [32]byte(sum), Enabled: k.Enabled,
-			ForwardClientIP: k.ForwardClientIP})
+	keys, err := apiKeys(c.API.Keys)
+	if err != nil {
+		return err
 	}
+	c.apiKeys = keys
+	c.corsOrigins = browserOrigins(c.corsOrigins, keys)
 	m, err := otp.NewMessages(c.messageConfig(), c.OTP.Length)
 	if err != nil {
 		return err
