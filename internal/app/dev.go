@@ -36,6 +36,9 @@ const (
 `
 )
 
+// devRedisTimeout is the least time -dev gives a call to its in-process store.
+const devRedisTimeout = 5 * time.Second
+
 // devConfig is cfg as -dev runs it: the fake provider, and the pumping rules
 // in shadow mode unless the config names a mode. It refuses what dev mode
 // must never do: listen beyond loopback, or text anyone for real.
@@ -54,6 +57,10 @@ func devConfig(cfg *Config) (*Config, error) {
 	if c.Pumping.Mode == "" {
 		c.Pumping.Mode = pumping.ModeShadow
 	}
+	// The in-process store has no network to stall on, and its first call
+	// compiles the Lua scripts in this process: on a busy laptop that alone
+	// can outlast the production budget and answer 503 for no reason.
+	c.Redis.Timeout.Duration = max(c.Redis.Timeout.Duration, devRedisTimeout)
 	return &c, nil
 }
 
