@@ -56,7 +56,7 @@ type Options struct {
 	// RowsPerSubjectMinute is how many answers that texted nobody have a
 	// row of their own per subject and minute (default 20); the rest of the
 	// minute are counted on the subject's rollup. RowsPerSecond bounds the
-	// rows such answers make per second, rollups included (default 200);
+	// rows such answers make per second, rollups included (default 40);
 	// past it they fold per (kind, outcome, reason, minute).
 	RowsPerSubjectMinute int
 	RowsPerSecond        int
@@ -158,7 +158,7 @@ func NewWriter(pool *pgxpool.Pool, opts Options, log *slog.Logger) (*Writer, err
 		opts.RowsPerSubjectMinute = 20
 	}
 	if opts.RowsPerSecond <= 0 {
-		opts.RowsPerSecond = 200
+		opts.RowsPerSecond = 40
 	}
 	if opts.RollupEvery <= 0 {
 		opts.RollupEvery = time.Second

@@ -175,6 +175,7 @@ type LimitRule struct {
 // them, then the environment overrides, and validates the result.
 func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	var cfg Config
+	inFile := func(...string) bool { return false } // whether the file sets a key
 	if _, err := toml.Decode(smsgw.DefaultConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("built-in defaults: %w", err)
 	}
@@ -221,6 +222,7 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 			}
 			return nil, fmt.Errorf("config %s: unknown key %s", path, strings.Join(keys, ", "))
 		}
+		inFile = md.IsDefined
 	}
 	fromEnv := map[string]string{} // key → the variable that set it
 	for _, o := range []struct {
@@ -230,6 +232,7 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 		{"SMSGW_LISTEN", "server.listen", &cfg.Server.Listen},
 		{"SMSGW_REDIS_URL", "redis.url", &cfg.Redis.URL},
 		{"SMSGW_DATABASE_URL", "postgres.url", &cfg.Postgres.URL},
+		{"SMSGW_REGION", "region.name", &cfg.Region.Name},
 	} {
 		if v := getenv(o.env); v != "" {
 			*o.dst = v
@@ -240,7 +243,11 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	if err := badDuration(reflect.ValueOf(cfg), ""); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := cfg.validate(); err != nil {
+	err := cfg.Region.ownRedis(&cfg.Redis, func(key string) bool { return inFile("redis", key) || fromEnv["redis."+key] != "" })
+	if err == nil {
+		err = cfg.validate()
+	}
+	if err != nil {
 		var ke *keyError
 		if errors.As(err, &ke) && fromEnv[ke.key] != "" {
 			return nil, fmt.Errorf("config: %s (set by %s): %s", ke.key, fromEnv[ke.key], ke.msg)

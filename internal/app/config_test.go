@@ -1,6 +1,7 @@
 package app
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,8 @@ func TestDefaultsAreTheSpec(t *testing.T) {
 		{"sender.twilio.api_base", cfg.Sender.Twilio.APIBase, "https://api.twilio.com"},
 		{"limits.ipv6_prefix", cfg.Limits.IPv6Prefix, 64},
 		{"redis.timeout", cfg.Redis.Timeout.Duration, 500 * time.Millisecond},
+		{"audit.rows_per_subject_minute", cfg.Audit.RowsPerSubjectMinute, 20},
+		{"audit.refusal_rows_per_second", cfg.Audit.RefusalRowsPerSecond, 40},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -270,7 +273,10 @@ func TestRegionConfig(t *testing.T) {
 		{"an unknown country", "[region]\nname = \"eu\"\n[region.homes]\nXX = \"eu\"\n", "region.homes.XX"},
 		{"an unknown default", "[region]\nname = \"eu\"\ndefault_home = \"us\"\n", "region.default_home"},
 		{"a negative fallback", "[region]\nname = \"eu\"\nfallback = -1\n", "region.fallback"},
-		{"its own Redis listed", "[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://127.0.0.1:6379/0\"\n", "region.redis.eu"},
+		{"its own Redis listed", "[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://127.0.0.1:6379/0\"\n", ""},
+		{"its own Redis listed and [redis] the same", "[redis]\nurl = \"redis://10.0.0.9:6379/0\"\n[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://10.0.0.9:6379/0\"\n", ""},
+		{"its own Redis listed and [redis] another", "[redis]\nurl = \"redis://10.0.0.8:6379/0\"\n[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://10.0.0.9:6379/0\"\n", "region.redis.eu.url"},
+		{"its own Redis listed and [redis] another prefix", "[redis]\nkey_prefix = \"a:\"\n[region]\nname = \"eu\"\n[region.redis.eu]\nurl = \"redis://10.0.0.9:6379/0\"\nkey_prefix = \"b:\"\n", "region.redis.eu.key_prefix"},
 		{"another region's Redis without an address", "[region]\nname = \"eu\"\n[region.redis.us]\ntimeout = \"1s\"\n", "region.redis.us.url"},
 		{"an unknown previous home", "[region]\nname = \"eu\"\n[region.previous_homes]\nGB = \"ap\"\n", "region.previous_homes.GB"},
 		{"another region's Cluster without a url", "[region]\nname = \"eu\"\n[region.redis.us]\ncluster_addrs = [\"10.0.0.1:6379\"]\n", ""},
@@ -307,5 +313,60 @@ func TestExampleConfigsLoad(t *testing.T) {
 		if _, err := LoadConfig(p, noEnv); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+}
+
+// regionsDocFile is docs/regions.md's file for every region (the toml
+// block after the line naming TestOneFileForEveryRegion), as printed.
+func regionsDocFile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/regions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "TestOneFileForEveryRegion")
+	_, rest, ok2 := strings.Cut(rest, "```toml\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/regions.md has no toml block after the line naming TestOneFileForEveryRegion")
+	}
+	return block
+}
+
+// One file serves every region: SMSGW_REGION picks the name, that region's
+// entry is its Redis and the others are the other regions; without a name
+// the file is refused naming region.name, and a SMSGW_REDIS_URL naming
+// another server than the region's own entry is refused naming that entry.
+func TestOneFileForEveryRegion(t *testing.T) {
+	path := writeConfig(t, regionsDocFile(t))
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	for _, tc := range []struct {
+		region, url string
+		timeout     time.Duration
+		others      []string
+	}{
+		{"eu-west", "rediss://redis.eu-west.internal:6379/0", 500 * time.Millisecond, []string{"ap-south", "us-east"}},
+		{"us-east", "rediss://redis.us-east.internal:6379/0", 500 * time.Millisecond, []string{"ap-south", "eu-west"}},
+		{"ap-south", "rediss://redis.ap-south.internal:6379/0", 500 * time.Millisecond, []string{"eu-west", "us-east"}},
+	} {
+		cfg, err := LoadConfig(path, env(map[string]string{"SMSGW_REGION": tc.region}))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.region, err)
+		}
+		others := slices.Sorted(maps.Keys(cfg.Region.Redis))
+		if cfg.Region.Name != tc.region || cfg.Redis.URL != tc.url || cfg.Redis.Timeout.Duration != tc.timeout || !slices.Equal(others, tc.others) {
+			t.Fatalf("SMSGW_REGION=%s: name %q, redis %q (timeout %s), other regions %v; want %q (%s), %v",
+				tc.region, cfg.Region.Name, cfg.Redis.URL, cfg.Redis.Timeout.Duration, others, tc.url, tc.timeout, tc.others)
+		}
+	}
+	if _, err := LoadConfig(path, noEnv); err == nil || !strings.HasPrefix(err.Error(), "config: region.name:") {
+		t.Fatalf("no region named: got %v, want an error naming region.name", err)
+	}
+	_, err := LoadConfig(path, env(map[string]string{"SMSGW_REGION": "eu-west", "SMSGW_REDIS_URL": "redis://10.9.0.5:6379/0"}))
+	if err == nil || !strings.Contains(err.Error(), "region.redis.eu-west.url:") {
+		t.Fatalf("SMSGW_REDIS_URL against the region's own entry: got %v, want an error naming region.redis.eu-west.url", err)
+	}
+	if _, err := LoadConfig(path, env(map[string]string{"SMSGW_REGION": "eu-west", "SMSGW_REDIS_URL": "rediss://redis.eu-west.internal:6379/0"})); err != nil {
+		t.Fatalf("SMSGW_REDIS_URL naming the region's own entry: %v", err)
 	}
 }

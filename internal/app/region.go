@@ -46,7 +46,7 @@ var regionName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 func (r *RegionConfig) validate(local RedisConfig) error {
 	if r.Name == "" {
 		if len(r.Homes) > 0 || len(r.PreviousHomes) > 0 || len(r.Redis) > 0 || r.DefaultHome != "" || r.Fallback != 0 {
-			return &keyError{"region.name", "must be set when [region] lists homes, regions' Redis, default_home or fallback"}
+			return &keyError{"region.name", "must be set (or SMSGW_REGION) when [region] lists homes, regions' Redis, default_home or fallback"}
 		}
 		return nil
 	}
@@ -63,7 +63,9 @@ func (r *RegionConfig) validate(local RedisConfig) error {
 	for name, rc := range r.Redis {
 		key := "region.redis." + name
 		if name == r.Name {
-			return &keyError{key, "this region's own Redis is [redis]"}
+			// ownRedis moved it to [redis]; only Config.validate's
+			// callers that skip LoadConfig get here.
+			return &keyError{key, "this region's own Redis is [redis] (or this entry, through LoadConfig)"}
 		}
 		if !regionName.MatchString(name) {
 			return &keyError{key, "want a region name of lowercase letters, digits and dashes"}
