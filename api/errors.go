@@ -23,6 +23,7 @@ var statusOf = map[string]int{
 	otp.EForbidden:            http.StatusForbidden,
 	otp.EChallengeRequired:    http.StatusForbidden,
 	otp.ERequestInProgress:    http.StatusConflict,
+	otp.ENotPending:           http.StatusConflict,
 	otp.ERequestTooLarge:      http.StatusRequestEntityTooLarge,
 	otp.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	otp.EPhoneNotAllowed:      http.StatusUnprocessableEntity,

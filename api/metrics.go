@@ -7,6 +7,9 @@ type httpMetrics struct {
 	duration  *prometheus.HistogramVec
 	outcomes  *prometheus.CounterVec
 	unaudited prometheus.Counter
+	// unrecorded counts accepted sends and code-changing verifies whose
+	// verification record (and events) could not be written.
+	unrecorded *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -25,6 +28,9 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m.unaudited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "smsgw_requests_unanswered_total", Help: "Requests answered 503 (admin calls: dropped unanswered) because their audit row could not be made durable.",
 	})
-	reg.MustRegister(m.requests, m.duration, m.outcomes, m.unaudited)
+	m.unrecorded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "smsgw_verifications_unrecorded_total", Help: "Sends and verifies whose verification record and events could not be written (Postgres away).",
+	}, []string{"kind"})
+	reg.MustRegister(m.requests, m.duration, m.outcomes, m.unaudited, m.unrecorded)
 	return m
 }

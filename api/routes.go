@@ -11,6 +11,8 @@ func (s *Server) routes() {
 	e := s.echo
 	e.POST("/v1/otp/send", s.handleSend, s.requireAPIKey(otp.KindSend))
 	e.POST("/v1/otp/verify", s.handleVerify, s.requireAPIKey(otp.KindVerify))
+	e.GET("/v1/otp/verifications/:id", s.handleGetVerification, s.requireCaller)
+	e.POST("/v1/otp/verifications/:id/cancel", s.handleCancelVerification, s.requireCaller)
 
 	admin := e.Group("/v1/admin", s.requireAdmin)
 	admin.GET("/limits", s.handleAdminLimits)

@@ -20,10 +20,11 @@ type sendRequest struct {
 }
 
 type sendResponse struct {
-	ID        string `json:"id"`
-	Phone     string `json:"phone"`
-	Status    string `json:"status"`
-	ExpiresIn int64  `json:"expires_in"`
+	ID             string `json:"id"`
+	VerificationID string `json:"verification_id"`
+	Phone          string `json:"phone"`
+	Status         string `json:"status"`
+	ExpiresIn      int64  `json:"expires_in"`
 }
 
 // validate checks the request's shape; the number itself is the domain's job.
@@ -98,8 +99,10 @@ func (s *Server) handleSend(c echo.Context) error {
 	if res.Replayed {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
+	s.recordSent(ctx, res, ev)
 	return c.JSON(http.StatusAccepted, sendResponse{
-		ID: res.RequestID, Phone: res.Phone.E164, Status: "pending", ExpiresIn: ceilSeconds(res.ExpiresIn),
+		ID: res.RequestID, VerificationID: res.VerificationID, Phone: res.Phone.E164, Status: "pending",
+		ExpiresIn: ceilSeconds(res.ExpiresIn),
 	})
 }
 

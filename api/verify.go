@@ -46,6 +46,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	setOutcome(&ev, err, otp.OutcomeApproved)
+	s.recordChecked(ctx, res, err, ev)
 	if rerr := s.answered(ctx, ev, func() string {
 		return s.Service.AuditSubject(res.Decision, nil, res.Phone, ev.ClientIP)
 	}); rerr != nil {

@@ -45,6 +45,8 @@ type storedSend struct {
 	MessageID string        `json:"message_id"`
 	ExpiresIn time.Duration `json:"expires_in"`
 	Decision  Decision      `json:"decision"`
+	// Verification is the send's verification id.
+	Verification string `json:"verification_id,omitempty"`
 }
 
 // settle stores an accepted send's answer; any other outcome lets a retry
@@ -54,7 +56,8 @@ func (s *Service) settle(ctx context.Context, scope, ticket string, res SendResu
 	var answer []byte
 	if err == nil {
 		answer, _ = json.Marshal(storedSend{RequestID: res.RequestID, Provider: res.Receipt.Provider,
-			MessageID: res.Receipt.MessageID, ExpiresIn: res.ExpiresIn, Decision: res.Decision})
+			MessageID: res.Receipt.MessageID, ExpiresIn: res.ExpiresIn, Decision: res.Decision,
+			Verification: res.VerificationID})
 	}
 	if serr := s.Idempotency.Settle(ctx, scope, ticket, answer, s.cfg.CodeTTL); serr != nil {
 		s.log.WarnContext(ctx, "idempotency answer not stored", "err", serr)
@@ -68,6 +71,7 @@ func replay(res SendResult, prior []byte) (SendResult, error) {
 	}
 	res.RequestID, res.Receipt = st.RequestID, Receipt{Provider: st.Provider, MessageID: st.MessageID}
 	res.ExpiresIn, res.Decision, res.Limited = st.ExpiresIn, st.Decision, true
+	res.VerificationID = st.Verification
 	res.Replayed, res.Reason = true, "idempotent_replay"
 	return res, nil
 }

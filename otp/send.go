@@ -36,6 +36,12 @@ type SendRequest struct {
 // headers for refused requests.
 type SendResult struct {
 	Phone Phone
+
+	// VerificationID names the code's verification; VerificationStarted
+	// is true when this send began it (see Service.RecordSent).
+	VerificationID      string
+	VerificationStarted bool
+
 	// Decision is valid when Limited is true: the limiter was asked.
 	Decision Decision
 	Limited  bool
@@ -84,6 +90,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	}
 	if s.isTestNumber(phone) {
 		res.Reason, res.ExpiresIn = "test_number", s.cfg.CodeTTL
+		res.VerificationID = testVerificationID(phone)
 		res.Decision, res.Limited = untouched(time.Now(), s.SendSubjects(phone, req.ClientIP)), true
 		return res, nil
 	}
@@ -115,6 +122,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		gate.release(sendCtx)
 	}
 	code, issued, subjects := a.code, a.issued, a.subjects
+	res.VerificationID, res.VerificationStarted = issued.verification, issued.started
 	res.Reason = gate.reason()
 	if !issued.isNew {
 		res.Reason = joinReasons("resend", res.Reason)

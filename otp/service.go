@@ -57,6 +57,9 @@ type Deps struct {
 	// each one afresh. The root gives a cache (package phonecache):
 	// libphonenumber's regexes are a request's largest cost.
 	Phones PhoneParser
+	// Verifications keeps each code's verification record and its events;
+	// left nil, NoVerifications.
+	Verifications Verifications
 }
 
 // PhoneParser is ParsePhone, perhaps remembering its answers.
@@ -106,6 +109,9 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	}
 	if deps.Phones == nil {
 		deps.Phones = parseEach{}
+	}
+	if deps.Verifications == nil {
+		deps.Verifications = NoVerifications{}
 	}
 	codes := make(map[string]string, len(cfg.TestNumbers))
 	for _, tn := range cfg.TestNumbers {

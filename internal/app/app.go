@@ -24,12 +24,14 @@ import (
 	"smsgw/audit"
 	"smsgw/challenge"
 	"smsgw/console"
+	"smsgw/events"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
 	"smsgw/phonecache"
 	"smsgw/pumping"
 	"smsgw/sender"
 	"smsgw/sender/fake"
+	"smsgw/verification"
 )
 
 // Secrets come from the environment only, never from the config file.
@@ -80,6 +82,8 @@ type App struct {
 	// operators' overrides and the spend ceiling.
 	Guard *pumping.Guard
 	Redis redis.UniversalClient
+	// Events is the webhook outbox; nil without Postgres.
+	Events *events.Outbox
 
 	providers []string
 	ln        net.Listener
@@ -194,13 +198,17 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	auditLog, auditReader := d.AuditLog, otp.AuditReader(otp.NoAuditQueries{})
 	var deliveries otp.DeliveryLog
 	var auditSearch console.Audit
+	var verifications otp.Verifications // nil: none kept (no Postgres)
 	if auditLog == nil {
 		pg, err := a.startPostgres(ctx, d.Metrics)
 		if err != nil {
 			return nil, err
 		}
 		reader := audit.NewReader(pg.pool)
-		auditLog, auditReader, deliveries, auditSearch = pg.writer, reader, audit.NewDeliveries(pg.pool), reader
+		auditLog, auditReader, auditSearch = pg.writer, reader, reader
+		store, outbox := a.startEvents(pg.pool, d.Metrics, log)
+		verifications, a.Events = store, outbox
+		deliveries = verification.Receipts{Audit: audit.NewDeliveries(pg.pool), Store: store}
 		checks = append(checks, api.Check{Name: "postgres", Check: pg.pool.Ping},
 			// Rows can be made durable somewhere (Postgres or the spool).
 			api.Check{Name: "audit", Check: pg.writer.Ready})
@@ -232,6 +240,8 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
 		Phones:      phonecache.New(1 << 16),
+
+		Verifications: verifications,
 	}, log)
 
 	// Providers bring their own endpoints; the API mounts them.

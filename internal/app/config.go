@@ -99,6 +99,7 @@ type Config struct {
 			Timeout   Duration `toml:"timeout"`
 		} `toml:"challenge"`
 	} `toml:"pumping"`
+	Events      EventsConfig     `toml:"events"`
 	TestNumbers []otp.TestNumber `toml:"test_numbers"`
 	API         struct {
 		Keys []APIKey `toml:"keys"`
@@ -240,6 +241,7 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 		}
 	}
 	cfg.redisSentinelPassword = getenv("SMSGW_REDIS_SENTINEL_PASSWORD")
+	cfg.readWebhookSecrets(getenv)
 	if err := badDuration(reflect.ValueOf(cfg), ""); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

@@ -76,6 +76,9 @@ func (c *Config) validate() error {
 	if c.Server.ShutdownTimeout.Duration <= 0 {
 		return errors.New("server.shutdown_timeout: must be positive")
 	}
+	if err := c.Events.validate(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -1,0 +1,173 @@
+// Package verification keeps verification records in Postgres (SPEC
+// "Verifications"): one row per code's life, written in one transaction
+// with the events it causes (package events), before the answer that
+// changed it. The code itself lives and dies in Redis (package codestore);
+// the record outlives it, so a caller can ask what became of it.
+package verification
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"smsgw/events"
+	"smsgw/otp"
+)
+
+// Store is an otp.Verifications on Postgres.
+type Store struct {
+	pool   *pgxpool.Pool
+	outbox *events.Outbox
+	log    *slog.Logger
+}
+
+var _ otp.Verifications = (*Store)(nil)
+
+// New returns a Store writing its events to outbox.
+func New(pool *pgxpool.Pool, outbox *events.Outbox, log *slog.Logger) *Store {
+	return &Store{pool: pool, outbox: outbox, log: log}
+}
+
+// columns are a record's, in the order scanRecord reads them.
+const columns = `id::text, phone_e164, country, api_key, status, sends, attempts_left,
+	coalesce(delivery_status, ''), request_id, created_at, updated_at, expires_at`
+
+func scanRecord(row pgx.Row) (otp.Verification, error) {
+	var v otp.Verification
+	err := row.Scan(&v.ID, &v.Phone, &v.Country, &v.APIKey, &v.Status, &v.Sends, &v.AttemptsLeft,
+		&v.DeliveryStatus, &v.RequestID, &v.CreatedAt, &v.UpdatedAt, &v.ExpiresAt)
+	return v, err
+}
+
+// event is the verification.<status> event of v as it now is, caused by
+// request requestID.
+func event(typ string, v otp.Verification, requestID string, at time.Time) events.Event {
+	var delivery *string
+	if v.DeliveryStatus != "" {
+		delivery = &v.DeliveryStatus
+	}
+	return events.New(typ, at, events.VerificationData{VerificationID: v.ID, Phone: v.Phone, Country: v.Country,
+		Status: v.Status, DeliveryStatus: delivery, APIKey: v.APIKey, RequestID: requestID})
+}
+
+// inTx runs fn in a transaction bounded by a few seconds, also when the
+// client has gone: the change it records has happened.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// Sent records a send: a new verification, or one more text of a pending
+// one (its delivery status starts again: it is the last text's). A receipt
+// that arrived before the record is applied at once.
+func (s *Store) Sent(ctx context.Context, in otp.VerificationSend) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := scanRecord(tx.QueryRow(ctx, `
+			INSERT INTO verifications (id, phone_e164, country, api_key, status, sends, attempts_left, provider,
+				provider_message_id, request_id, created_at, updated_at, expires_at)
+			VALUES ($1, $2, $3, $4, 'pending', 1, $5, $6, $7, $8, $9, $9, $10)
+			ON CONFLICT (id) DO UPDATE SET sends = verifications.sends + 1, delivery_status = NULL,
+				provider = excluded.provider, provider_message_id = excluded.provider_message_id,
+				request_id = excluded.request_id, updated_at = excluded.updated_at, expires_at = excluded.expires_at
+			RETURNING `+columns,
+			in.ID, in.Phone.E164, in.Phone.Country(), in.APIKey, in.AttemptsLeft, in.Receipt.Provider,
+			in.Receipt.MessageID, in.RequestID, in.At, in.ExpiresAt))
+		if err != nil {
+			return fmt.Errorf("verifications: sent: %w", err)
+		}
+		if err := s.outbox.Add(ctx, tx, event(events.VerificationSent, v, in.RequestID, in.At)); err != nil {
+			return err
+		}
+		if in.Receipt.MessageID == "" {
+			return nil
+		}
+		var early string
+		err = tx.QueryRow(ctx, `SELECT status FROM delivery_receipts WHERE provider = $1 AND message_id = $2
+			ORDER BY smsgw_delivery_rank(status) DESC LIMIT 1`, in.Receipt.Provider, in.Receipt.MessageID).Scan(&early)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("verifications: early receipt: %w", err)
+		}
+		return s.receipt(ctx, tx, in.Receipt.Provider, in.Receipt.MessageID, early)
+	})
+}
+
+// Checked records a verify that changed the number's pending code on its
+// pending verification (a number has at most one pending code).
+func (s *Store) Checked(ctx context.Context, c otp.VerificationCheck) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := scanRecord(tx.QueryRow(ctx, `
+			UPDATE verifications SET status = $2, attempts_left = $3, updated_at = $4, request_id = $5
+			WHERE id = (SELECT id FROM verifications WHERE phone_e164 = $1 AND status = 'pending'
+			            ORDER BY created_at DESC LIMIT 1 FOR UPDATE)
+			RETURNING `+columns, c.Phone.E164, c.Status, c.AttemptsLeft, c.At, c.RequestID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // its send was never recorded (Postgres was away)
+		}
+		if err != nil {
+			return fmt.Errorf("verifications: checked: %w", err)
+		}
+		if v.Status == otp.VerificationPending {
+			return nil // a wrong guess with attempts left: no event
+		}
+		return s.outbox.Add(ctx, tx, event("verification."+v.Status, v, c.RequestID, c.At))
+	})
+}
+
+// Get returns verification id.
+func (s *Store) Get(ctx context.Context, id string) (otp.Verification, bool, error) {
+	v, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM verifications WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, fmt.Errorf("verifications: get: %w", err)
+	}
+	return v, true, nil
+}
+
+// End moves a pending verification to status, with its event.
+func (s *Store) End(ctx context.Context, id, status, requestID string, at time.Time) (otp.Verification, bool, error) {
+	var v otp.Verification
+	changed := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		v, err = scanRecord(tx.QueryRow(ctx, `UPDATE verifications SET status = $2, updated_at = $3, request_id = $4
+			WHERE id = $1 AND status = 'pending' RETURNING `+columns, id, status, at, requestID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			v, err = scanRecord(tx.QueryRow(ctx, `SELECT `+columns+` FROM verifications WHERE id = $1`, id))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		changed = true
+		return s.outbox.Add(ctx, tx, event("verification."+status, v, requestID, at))
+	})
+	if err != nil {
+		return v, false, fmt.Errorf("verifications: end: %w", err)
+	}
+	return v, changed, nil
+}
+
+// Recent lists a number's verifications, newest first (the console).
+func (s *Store) Recent(ctx context.Context, phone string, limit int) ([]otp.Verification, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM verifications WHERE phone_e164 = $1
+		ORDER BY created_at DESC LIMIT $2`, phone, limit)
+	if err != nil {
+		return nil, fmt.Errorf("verifications: recent: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (otp.Verification, error) { return scanRecord(r) })
+	if err != nil {
+		return nil, fmt.Errorf("verifications: recent: %w", err)
+	}
+	return out, nil
+}
