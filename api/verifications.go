@@ -37,9 +37,10 @@ func verificationBody(v otp.Verification) verificationResponse {
 
 const ctxCaller = "smsgw.verification_caller"
 
-// requireCaller guards the verification routes: an enabled API key (which
-// sees the verifications it started) or the admin token (which sees all);
-// 401 otherwise, also when no key is configured.
+// requireCaller guards the verification routes: an enabled secret API key
+// (which sees the verifications it started) or the admin token (which sees
+// all); 401 otherwise, also when no key is configured. A publishable key is
+// in every visitor's hands: it sees none.
 func (s *Server) requireCaller(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
@@ -49,7 +50,7 @@ func (s *Server) requireCaller(next echo.HandlerFunc) echo.HandlerFunc {
 		case s.cfg.AdminToken != "" && subtle.ConstantTimeCompare(sum[:], s.adminToken[:]) == 1:
 			c.Set(ctxCaller, otp.Caller{Admin: true})
 			return next(c)
-		case known && k.Enabled:
+		case known && k.Enabled && !k.Publishable:
 			c.Set(ctxCaller, otp.Caller{APIKey: k.Name})
 			return next(c)
 		}
