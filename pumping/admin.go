@@ -55,8 +55,9 @@ func subjectKeys(s subject) []string {
 // for the operators.
 func (g *Guard) remember(ctx context.Context, r otp.PumpingRefusal, s subject) {
 	now := g.nowCtx(ctx)
-	// A restricted country still serves the sends that carry a sign of a
-	// real user: only Redis can tell them, so it is never held in memory.
+	// A restricted country (or operator) still serves the sends that carry
+	// a sign of a real user: only Redis can tell them, so it is never held
+	// in memory.
 	if s.kind != 'c' {
 		g.holds.put(holdKey(r.Scope, r.Subject), r, now, g.cfg.HoldFor)
 	} else if _, seen := g.nearSeen.get("h\x00"+r.Subject, now); seen {
@@ -114,7 +115,7 @@ func (g *Guard) Holds(ctx context.Context) (held, near []otp.PumpingHold, err er
 		}
 		h := otp.PumpingHold{Rule: e.Rule, Subject: e.Subject, Used: e.Used, Limit: e.Limit,
 			Remaining: time.UnixMilli(e.Until).Sub(now)}
-		if e.Rule == RuleCountry && len(e.Keys) > 0 {
+		if restricts(e.Rule) && len(e.Keys) > 0 {
 			if h.Restricted, err = g.restriction(ctx, e.Keys[0], now); err != nil {
 				return nil, nil, err
 			}
@@ -172,7 +173,7 @@ func (g *Guard) Lift(ctx context.Context, rule, subject string) error {
 	if keys == nil {
 		return otp.Errorf(otp.ENotFound, "%s %s is neither held nor near its budget", rule, subject)
 	}
-	if rule == RuleCountry && len(keys) > 1 {
+	if restricts(rule) && len(keys) > 1 {
 		// Only the ledger of networks known abroad is restricted: the
 		// country's own ledger (its approvals, its learned baseline) stays.
 		if r, err := g.restriction(ctx, keys[0], g.nowCtx(ctx)); err != nil {
@@ -249,7 +250,11 @@ func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
 	return out
 }
 
-// restriction reads a country's restricted state from its hash (see
+// restricts says whether a rule's subjects are restricted rather than held:
+// a country and an operator serve their signed sends while over budget.
+func restricts(rule string) bool { return rule == RuleCountry || rule == RuleOperator }
+
+// restriction reads a country's (or an operator's) restricted state from its hash (see
 // decide.lua): nil when it is not restricted now.
 func (g *Guard) restriction(ctx context.Context, key string, now time.Time) (*otp.CountryRestriction, error) {
 	v, err := g.rdb.HMGet(ctx, key, "rs", "rx", "ru", "rb", "rh", "nq", "nr", "nn", "nc").Result()

@@ -2,21 +2,22 @@
 -- and records the number as a returning user.
 --
 -- KEYS     the group's keys: for the destination group, the phone's record,
---          its ranges, then its country, its challenge ledger and its
---          ledger of foreign networks (when ARGV[6] says so) and the
---          phone's returning block; for the caller group, its networks and
---          the country ledgers of its signal levels (see decide.lua)
+--          its ranges, then per subject that takes signs (its operator, its
+--          country: as many as ARGV[6] says) its hash, its challenge ledger
+--          and its ledger of foreign networks, and last the phone's
+--          returning block; for the caller group, its networks and the
+--          country ledgers of its signal levels (see decide.lua)
 -- ARGV[1]  now in ms, or "" for Redis TIME
 -- ARGV[2]  bucket_ms
 -- ARGV[3]  nb: buckets in the window
 -- ARGV[4]  the phone (E.164)
 -- ARGV[5]  "d" for the destination group, "n" for the caller group
--- ARGV[6]  "tail ms has_country": the phone's field in its returning block,
---          how long the block keeps it (0: no returning record), and 1
---          when the keys hold a country
+-- ARGV[6]  "tail ms signed": the phone's field in its returning block,
+--          how long the block keeps it (0: no returning record), and how
+--          many subjects that take signs the keys hold (0 to 2)
 --
--- An approval counts in the current bucket. The country is credited only
--- when the phone's text was counted in it (it carried no sign of a real
+-- An approval counts in the current bucket. The country (and its operator,
+-- which counts alike) is credited only when the phone's text was counted in it (it carried no sign of a real
 -- user, record field u), its challenge ledger when the text passed with a
 -- solved challenge (field k), its ledger of foreign networks when the text
 -- came from a network known abroad (field f).
@@ -55,10 +56,10 @@ if ARGV[5] == 'n' then
   return {1, ''}
 end
 
-local tail, keepms, hasc = string.match(ARGV[6], '(%d*) (%d+) (%d)')
-keepms = tonumber(keepms)
+local tail, keepms, signed = string.match(ARGV[6], '(%d*) (%d+) (%d)')
+keepms, signed = tonumber(keepms), tonumber(signed)
 local rec, ret = KEYS[1], KEYS[#KEYS]
-if hasc == '1' and keepms > 0 and tail ~= '' then
+if signed > 0 and keepms > 0 and tail ~= '' then
   -- A returning user whatever the record says: the code was approved.
   redis.call('HSET', ret, tail, math.floor(now / 86400000))
   redis.call('PEXPIRE', ret, keepms)
@@ -80,12 +81,11 @@ if r[2] then
   return {0, ''}
 end
 redis.call('HSET', rec, 'v', 1)
-local last = #KEYS - 1
-if hasc == '1' then
-  last = #KEYS - 4
-  if r[4] then credit(KEYS[#KEYS - 3]) end
-  if r[6] then credit(KEYS[#KEYS - 2]) end
-  if r[7] then credit(KEYS[#KEYS - 1]) end
+local last = #KEYS - 1 - 3 * signed
+for j = last + 1, #KEYS - 3, 3 do
+  if r[4] then credit(KEYS[j]) end
+  if r[6] then credit(KEYS[j + 1]) end
+  if r[7] then credit(KEYS[j + 2]) end
 end
 for i = 2, last do credit(KEYS[i]) end
 return {1, r[3] or ''}

@@ -14,20 +14,26 @@ func (g *Guard) Sent(phone otp.Phone) {
 	c := countryOf(phone)
 	g.m.texts.WithLabelValues(c).Inc()
 	g.m.spend.WithLabelValues(c).Add(float64(g.cfg.Spend.price(c)) / 1e6)
+	if name, _, ok := operatorOf(phone); ok {
+		g.m.opTexts.WithLabelValues(c, name).Inc()
+	}
 }
 
 // Approved credits the destination, then the networks that asked for the
 // text (kept in the phone's record; they may differ from the verifier's).
 func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	g.m.approvals.WithLabelValues(countryOf(phone)).Inc()
+	if name, _, ok := operatorOf(phone); ok {
+		g.m.opApprovals.WithLabelValues(countryOf(phone), name).Inc()
+	}
 	if g.cfg.Mode == ModeOff {
 		return nil
 	}
 	d := g.destination(phone)
 	_, tail := returningBlock(phone)
-	keys, hasCountry := g.approvalKeys(d)
+	keys, signed := g.approvalKeys(d)
 	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d",
-		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + flag(hasCountry)}
+		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + strconv.Itoa(signed)}
 	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, keys, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
@@ -55,16 +61,17 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 }
 
 // approvalKeys are the destination group's keys with the phone's returning
-// block last, as approve.lua reads them (the country, when on, just before
-// it); a group without a country rule still passes a block (never written)
-// to keep the shape.
-func (g *Guard) approvalKeys(d group) ([]string, bool) {
+// block last, as approve.lua reads them (the subjects that take signs, the
+// operator and the country when on, just before it, three keys each), and
+// how many such subjects there are; a group without them still passes a
+// block (never written) to keep the shape.
+func (g *Guard) approvalKeys(d group) ([]string, int) {
 	keys := []string{d.record}
 	ret := d.record + ":none"
-	hasCountry := false
+	signed := 0
 	for _, s := range d.subjects {
 		if s.kind == 'c' {
-			ret, hasCountry = s.ret, true
+			ret = s.ret
 			continue
 		}
 		keys = append(keys, s.key)
@@ -72,7 +79,8 @@ func (g *Guard) approvalKeys(d group) ([]string, bool) {
 	for _, s := range d.subjects {
 		if s.kind == 'c' {
 			keys = append(keys, s.key, s.challenged, s.foreign)
+			signed++
 		}
 	}
-	return append(keys, ret), hasCountry
+	return append(keys, ret), signed
 }

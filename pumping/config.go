@@ -29,6 +29,9 @@ const (
 	RuleRange10k  = "range_10k"
 	RuleRange100k = "range_100k"
 	RuleCountry   = "country"
+	// RuleOperator counts, budgets and restricts the texts to one mobile
+	// operator of a country as RuleCountry does the country's.
+	RuleOperator  = "operator"
 	RuleNet64     = "net_64"
 	RuleNet56     = "net_56"
 	RuleNet48     = "net_48"
@@ -52,8 +55,8 @@ var rangeDigits = map[string]int{RuleRange100: 2, RuleRange1k: 3, RuleRange10k: 
 func DefaultFloors() map[string]int {
 	return map[string]int{
 		RuleRange100: 2, RuleRange1k: 3, RuleRange10k: 4, RuleRange100k: 8,
-		RuleCountry: 10,
-		RuleNet64:   5, RuleNet56: 8, RuleNet48: 12, RuleNet6x32: 40,
+		RuleCountry: 10, RuleOperator: 5,
+		RuleNet64: 5, RuleNet56: 8, RuleNet48: 12, RuleNet6x32: 40,
 		RuleNet32: 5, RuleNet24: 10, RuleNet16: 30,
 	}
 }

@@ -73,7 +73,8 @@ type decideArgs struct {
 //
 //	"r" range: counts distinct phones (the record says whether this phone is
 //	    already counted); p1 floor; keys: 1
-//	"c" country: counts distinct phones without a sign of a real user; p1
+//	"c" country, or operator (the same rules, its own keys, listed before
+//	    its country): counts distinct phones without a sign of a real user; p1
 //	    floor; p2 "1" when solved challenges are held to their ledger's
 //	    budget; keys: 4 (the country hash, its ledger of sends that passed
 //	    with a solved challenge, the phone's returning block, its ledger of
@@ -144,7 +145,7 @@ const (
 	decideReplyBucket     // the bucket counted in, for release.lua
 	decideReplyNew        // 1 when the phone was counted anew, 2 a resend past the free ones counted again
 	decideReplySignal     // the caller networks' signal: 1 good, 2 known abroad, 0 none, -1 not asked
-	decideReplyCountryNew // what the country counted anew, bits: 1 the phone, 2 its challenge ledger, 4 its foreign networks' ledger
+	decideReplyCountryNew // what the country (and its operator, alike) counted anew, bits: 1 the phone, 2 its challenge ledger, 4 its foreign networks' ledger
 	decideReplyLen
 )
 

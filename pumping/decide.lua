@@ -35,6 +35,15 @@
 -- country hash (fields rs since, rx until, ru/rb/rh why, nq refused, nr/nn/nc
 -- served by a returning number, a network, a solved challenge).
 --
+-- An operator (the country's numbers one mobile operator owns, as
+-- libphonenumber's prefix data names it) is a subject of the same kind,
+-- "c", with keys of its own under the country's hash tag, listed just
+-- before its country and with half its floor: an attack on its ranges
+-- restricts it first, and what it then refuses counts nowhere, so the
+-- country's other operators are served; the country's budget still catches
+-- a spread over all of them. Both read the same signs (once, `signs`) and
+-- the same record, so they always count alike: one set of cnew bits.
+--
 -- The protocol (KEYS, the ARGV positions, the reply) is documented once, in
 -- decide.go: decideArgs builds ARGV, decideSubject says each kind's triple
 -- and keys, parseDecideReply reads the reply {verdict, rule, U, B, retry_ms,
@@ -295,6 +304,32 @@ local function callerSignal()
   return 0
 end
 
+-- signs is the send's sign of a real user ('c' a solved challenge, 'r' a
+-- returning number, 'n' an approving caller network, nil none) and the
+-- caller networks' signal as decide reads it (ARGV[13], or worked out
+-- here), read once for all the subjects that take signs (an operator, its
+-- country).
+local signCache = nil
+local function signs(ret)
+  if signCache then return signCache[1], signCache[2] end
+  local sig, ns = nil, nil
+  if mode == 2 then
+    sig = 'c'
+  else
+    if retdays > 0 and tail ~= '' and not again then
+      local d = tonumber(redis.call('HGET', ret, tail))
+      if d ~= nil and d >= math.floor(now / 86400000) - retdays then sig = 'r' end
+    end
+    if sig == nil then
+      ns = netsig
+      if ns == '' then ns = tostring(callerSignal()) end
+      if ns == '1' then sig = 'n' end
+    end
+  end
+  signCache = {sig, ns}
+  return sig, ns
+end
+
 local verdict, rule, ru, rb, retry = 1, 0, 0, 0, 0
 local near, nearu, nearb, nearr = 0, 0, 0, 0.5
 local unknown = false
@@ -326,26 +361,13 @@ for i = 1, n do
   elseif kind == 'c' then
     local floor = tonumber(p1)
     local restricted = st.rx ~= nil and st.rx > now
-    -- The signs of a real user, cheapest first.
-    local sig = nil
-    if mode == 2 then
-      sig = 'c'
-    else
-      if retdays > 0 and tail ~= '' and not again then
-        local d = tonumber(redis.call('HGET', subj[i].ret, tail))
-        if d ~= nil and d >= math.floor(now / 86400000) - retdays then sig = 'r' end
-      end
-      if sig == nil then
-        local ns = netsig
-        if ns == '' then ns = tostring(callerSignal()) end
-        if ns == '1' then
-          sig = 'n'
-        elseif ns == '2' then
-          st.abroad = true
-        elseif ns == '?' then
-          st.unknown = true
-        end
-      end
+    -- The signs of a real user, cheapest first: the same for every
+    -- subject of this kind (an operator, its country), read once.
+    local sig, ns = signs(subj[i].ret)
+    if ns == '2' then
+      st.abroad = true
+    elseif ns == '?' then
+      st.unknown = true
     end
     st.sig = sig
     u = math.max(st.S - st.A, 0)
@@ -494,7 +516,7 @@ end
 if rule > 0 then verdict = 2 end
 
 -- Count the send everywhere.
-local cnew = 0
+local cu, ck, cf = false, false, false
 for i = 1, n do
   local st = state[i]
   local add = 1
@@ -503,16 +525,19 @@ for i = 1, n do
   if not skip then
     st.scur, st.S = st.scur + add, st.S + add
   end
-  if st.kind == 'c' and not skip then cnew = 1 end
+  -- cnew's bits say what the subjects that take signs counted; an
+  -- operator and its country always count alike (the same signs, the same
+  -- record), so one set of bits serves both.
+  if st.kind == 'c' and not skip then cu = true end
   if st.fo and st.add == 1 then
     st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1
-    cnew = cnew + 4
+    cf = true
   end
   if st.fo then store(st.fo, st.add == 1, ledgerWrites(st.fo)) end
   if st.ch and st.chadd == 1 then
     st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
     store(st.ch, true)
-    cnew = cnew + 2
+    ck = true
   end
   -- A country's restriction, tripped or extended, is written with its
   -- counts: one HSET.
@@ -525,6 +550,7 @@ for i = 1, n do
   end
   if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
 end
+local cnew = (cu and 1 or 0) + (ck and 2 or 0) + (cf and 4 or 0)
 if rec ~= nil then
   local f = {'n', netid, 't', resends + 1}
   if not counted then

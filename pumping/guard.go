@@ -143,7 +143,7 @@ func (g *Guard) Held(phone otp.Phone, ip netip.Addr) (otp.PumpingRefusal, bool) 
 	for _, grp := range g.groups(phone, ip) {
 		for _, s := range grp.subjects {
 			if r, ok := g.holds.get(holdKey(scope(s.rule), s.id), now); ok {
-				g.m.refused(r.Rule, countryOf(phone), ModeEnforce)
+				g.m.refused(r.Rule, countryOf(phone), ModeEnforce, r.Subject)
 				return r, true
 			}
 		}
@@ -312,10 +312,10 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 	country := countryOf(phone)
 	switch {
 	case res.Refused != nil:
-		g.m.refused(res.Refused.Rule, country, ModeEnforce)
+		g.m.refused(res.Refused.Rule, country, ModeEnforce, res.Refused.Subject)
 		g.remember(ctx, *res.Refused, refusedSubject)
 	case res.Shadow != nil:
-		g.m.refused(res.Shadow.Rule, country, ModeShadow)
+		g.m.refused(res.Shadow.Rule, country, ModeShadow, res.Shadow.Subject)
 	}
 	return res, nil
 }

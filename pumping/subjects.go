@@ -12,11 +12,13 @@ import (
 // network, the spend ledger.
 type subject struct {
 	rule string
-	kind byte // 'r' range, 'c' country, 'n' network, 'm' money
+	// 'r' range, 'c' country or operator (restricted, takes signs), 'n'
+	// network, 'm' money
+	kind byte
 	// id names it to people and in the hold cache: "+4479111234xx",
-	// "GB", "2001:db8:1::/48", "spend".
+	// "GB", "NG/Glo" (an operator), "2001:db8:1::/48", "spend".
 	id string
-	// key is its Redis hash; for a country, challenged is the ledger of
+	// key is its Redis hash; for a country (or an operator), challenged is the ledger of
 	// sends that passed with a solved challenge, foreign the ledger of
 	// unsigned sends from networks known abroad (see decide.lua) and ret
 	// the hash of the returning numbers of the phone's block (see
@@ -93,15 +95,33 @@ func (g *Guard) destination(p otp.Phone) group {
 		out.subjects = append(out.subjects, subject{rule: rule, kind: 'r', floor: floor,
 			id: "+" + block + strings.Repeat("x", drop), key: tag + "r:" + block})
 	}
-	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
-		if p.Dependent() {
-			floor = max(floor/5, 2)
+	block, _ := returningBlock(p)
+	ret := tag + "v:" + block
+	// The operator goes before its country: an attack on its ranges
+	// restricts it first, and its refused sends then count nowhere, so the
+	// country's other operators are still served.
+	if floor := g.cfg.Floors[RuleOperator]; floor > 0 {
+		if name, k, ok := operatorOf(p); ok {
+			key := tag + "o:" + k
+			out.subjects = append(out.subjects, subject{rule: RuleOperator, kind: 'c', floor: restrictedFloor(floor, p),
+				id: operatorID(c, name), key: key, challenged: key + ":cc", foreign: key + ":cf", ret: ret})
 		}
-		block, _ := returningBlock(p)
-		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: floor, id: c,
-			key: tag + "c", challenged: tag + "cc", foreign: tag + "cf", ret: tag + "v:" + block})
+	}
+	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
+		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: restrictedFloor(floor, p), id: c,
+			key: tag + "c", challenged: tag + "cc", foreign: tag + "cf", ret: ret})
 	}
 	return out
+}
+
+// restrictedFloor is a country's or operator's floor for the phone: a
+// dependent country's (Jersey under +44) is a fifth, as a random spread
+// over the main country's numbers reaches it without aiming.
+func restrictedFloor(floor int, p otp.Phone) int {
+	if p.Dependent() {
+		return max(floor/5, 2)
+	}
+	return floor
 }
 
 // returningBlock splits a number into the block of 10,000 whose hash keeps
