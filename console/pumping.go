@@ -6,23 +6,33 @@ import (
 	"time"
 
 	"smsgw/otp"
+	"smsgw/pumping"
 )
 
 type pumpingData struct {
 	Held, Near []otp.PumpingHold
-	// Restricted are the held countries in the restricted state: they
-	// still serve the sends that carry a sign of a real user.
-	Restricted    []otp.PumpingHold
-	Overrides     []otp.Override
-	Err           string
-	ExpiryChoices []expiryChoice
-	Off           bool
+	// Restricted are the held countries in the restricted state, and
+	// RestrictedOperators the operators: they still serve the sends that
+	// carry a sign of a real user.
+	Restricted, RestrictedOperators restrictedTable
+	Overrides                       []otp.Override
+	Err                             string
+	ExpiryChoices                   []expiryChoice
+	Off                             bool
+}
+
+// restrictedTable is one table of restricted subjects: a country's or an
+// operator's, Noun heading its first column.
+type restrictedTable struct {
+	Noun string
+	Rows []otp.PumpingHold
 }
 
 // pumpingPage shows what the pumping rules hold, what is near its budget,
 // and the operators' overrides.
 func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action) error {
-	d := pumpingData{ExpiryChoices: expiryChoices, Off: c.d.Pumping == nil}
+	d := pumpingData{ExpiryChoices: expiryChoices, Off: c.d.Pumping == nil,
+		Restricted: restrictedTable{Noun: "Country"}, RestrictedOperators: restrictedTable{Noun: "Operator"}}
 	p := page{Title: "Pumping", Nav: "pumping", Notice: notices[r.URL.Query().Get("done")], Data: &d}
 	if c.d.Pumping != nil {
 		ctx := r.Context()
@@ -30,8 +40,12 @@ func (c *Console) pumpingPage(w http.ResponseWriter, r *http.Request, a *action)
 		d.Held, d.Near, err1 = c.d.Pumping.Holds(ctx)
 		d.Overrides, err2 = c.d.Pumping.ListOverrides(ctx)
 		for _, h := range d.Held {
-			if h.Restricted != nil {
-				d.Restricted = append(d.Restricted, h)
+			switch {
+			case h.Restricted == nil:
+			case h.Rule == pumping.RuleOperator:
+				d.RestrictedOperators.Rows = append(d.RestrictedOperators.Rows, h)
+			default:
+				d.Restricted.Rows = append(d.Restricted.Rows, h)
 			}
 		}
 		for _, err := range []error{err1, err2} {

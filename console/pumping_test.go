@@ -138,10 +138,11 @@ func sendPast(t *testing.T, r *rig, floor int, what, over string, to func(i int)
 func TestPumpingRestrictedCountry(t *testing.T) {
 	r := pumpingRig(t)
 	floor := pumping.DefaultFloors()[pumping.RuleCountry]
-	// Each in a block of 100,000 of its own, from a /16 of its own: only
-	// the country counts them all.
+	// Each in a block of 100,000 of its own, from a /16 of its own, spread
+	// over three operators (none reaches its own floor): only the country
+	// counts them all.
 	sendPast(t, r, floor, "", "the country's floor", func(i int) (string, string) {
-		return fmt.Sprintf("+23324%02d34567", 10+i), fmt.Sprintf("198.%d.1.1", 10+i)
+		return fmt.Sprintf("+233%s%02d34567", ghanaOperators[i%3], 10+i), fmt.Sprintf("198.%d.1.1", 10+i)
 	})
 	b := r.browser(t)
 	b.signIn(token)
@@ -151,6 +152,43 @@ func TestPumpingRestrictedCountry(t *testing.T) {
 		if !strings.Contains(page.body, want) {
 			t.Fatalf("pumping page lacks %q:\n%.6000s", want, page.body)
 		}
+	}
+}
+
+// ghanaOperators are prefixes of three Ghanaian operators (MTN, Vodafone,
+// AirtelTigo in libphonenumber's prefix data).
+var ghanaOperators = []string{"24", "20", "26"}
+
+// TestPumpingRestrictedOperator: texts to one operator's ranges that nobody
+// verifies run over its budget; the pumping page lists the operator, not
+// its country, and the country's other operators are served.
+func TestPumpingRestrictedOperator(t *testing.T) {
+	r := pumpingRig(t)
+	floor := pumping.DefaultFloors()[pumping.RuleOperator]
+	sendPast(t, r, floor, "", "the operator's floor", func(i int) (string, string) {
+		return fmt.Sprintf("+23324%02d34567", 10+i), fmt.Sprintf("198.%d.1.1", 10+i)
+	})
+	if st := sendFrom(t, r, "+233201234567", "198.99.1.1"); st != http.StatusAccepted {
+		t.Fatalf("a user of another Ghanaian operator: %d, want 202", st)
+	}
+	b := r.browser(t)
+	b.signIn(token)
+	page := b.get("/console/pumping")
+	for _, want := range []string{"Restricted operators", "<code>GH/MTN</code>", fmt.Sprintf("%d unverified, %d earned (window)", floor+1, floor)} {
+		if !strings.Contains(page.body, want) {
+			t.Fatalf("pumping page lacks %q:\n%.6000s", want, page.body)
+		}
+	}
+	if strings.Contains(page.body, "Restricted countries") {
+		t.Fatalf("the country is restricted too:\n%.6000s", page.body)
+	}
+	subject := regexpFind(t, page.body, `name="rule" value="operator"><input type="hidden" name="subject" value="([^"]+)"`)
+	lifted := b.post("/console/pumping/lift", url.Values{"csrf": {csrf(t, page)}, "rule": {"operator"}, "subject": {subject}})
+	if !strings.Contains(lifted.body, "Lifted") || strings.Contains(lifted.body, "Restricted operators") {
+		t.Fatalf("after lifting %s:\n%.4000s", subject, lifted.body)
+	}
+	if st := sendFrom(t, r, "+233249934567", "198.98.1.1"); st != http.StatusAccepted {
+		t.Fatalf("after the lift a send to the operator answered %d", st)
 	}
 }
 
