@@ -44,6 +44,8 @@ import (
 //	SMSGW_CPU_REDIS=127.0.0.1:16923 SMSGW_CPU_REDIS_LOG=127.0.0.1:16924 \
 //	  go test -run '^$' -bench RedisCPUPerSend -benchtime 1x -v ./pumping
 //
+// SMSGW_CPU_NUMBERS=operators sends to Nigerian numbers of four operators
+// instead of American ones (which have no operator data).
 // (each a redis-server --port N --save "" --appendonly no of your own).
 func BenchmarkRedisCPUPerSend(b *testing.B) {
 	addr, logAddr := os.Getenv("SMSGW_CPU_REDIS"), os.Getenv("SMSGW_CPU_REDIS_LOG")
@@ -400,6 +402,12 @@ func runCalls(b *testing.B, rdb *redis.Client, calls []scriptCall) {
 func fresh(b testing.TB, i int) (otp.Phone, netip.Addr) {
 	areas := []string{"206", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
 	raw := fmt.Sprintf("+1%s%03d%04d", areas[i/8000000%10], 200+i/10000%800, i%10000)
+	if os.Getenv("SMSGW_CPU_NUMBERS") == "operators" {
+		// Nigerian numbers over four operators: every send also counts in
+		// its operator (the US has no operator data).
+		ops := []string{"803", "805", "802", "809", "806", "807", "808", "813", "815", "812"}
+		raw = fmt.Sprintf("+234%s%07d", ops[i%10], i/10%10_000_000)
+	}
 	p, err := otp.ParsePhone(raw, "")
 	if err != nil {
 		b.Fatalf("%s: %v", raw, err)

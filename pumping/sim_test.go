@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -98,10 +99,58 @@ type country struct {
 var countries = []country{
 	{"US", 0.34, 0.88, 0.008, 0.6, []string{"+1650xxxxxxx", "+1415xxxxxxx", "+1212xxxxxxx", "+1305xxxxxxx", "+1713xxxxxxx", "+1917xxxxxxx"}},
 	{"GB", 0.20, 0.85, 0.04, 0.6, []string{"+4474xxxxxxxx", "+4475xxxxxxxx", "+4477xxxxxxxx", "+4478xxxxxxxx", "+4479xxxxxxxx"}},
-	{"DE", 0.14, 0.90, 0.07, 0.6, []string{"+49151xxxxxxxx", "+49176xxxxxxxx", "+49170xxxxxxxx"}},
+	{"DE", 0.14, 0.90, 0.07, 0.6, deTemplates},
 	{"BR", 0.13, 0.78, 0.02, 0.5, []string{"+55119xxxxxxxx", "+55219xxxxxxxx", "+55319xxxxxxxx"}},
 	{"IN", 0.11, 0.72, 0.005, 0.4, []string{"+919xxxxxxxxx", "+918xxxxxxxxx", "+917xxxxxxxxx"}},
-	{"NG", 0.08, 0.70, 0.03, 0.4, []string{"+234803xxxxxxx", "+234806xxxxxxx", "+234813xxxxxxx"}},
+	{"NG", 0.08, 0.70, 0.03, 0.4, ngTemplates},
+}
+
+// Operators' ranges (libphonenumber's prefix data names them), and the
+// countries' templates over them in realistic shares (a template drawn
+// twice is twice as likely): Germany about a third each (T-Mobile,
+// Vodafone, O2), Nigeria MTN 45%, Glo 25%, Airtel 25%, 9mobile 5%. Great
+// Britain and India spread over many operators as they are; the US and
+// Brazil have no operator data.
+var (
+	deOperators = map[string][]string{
+		"T-Mobile": {"+49151xxxxxxxx", "+49170xxxxxxxx", "+49171xxxxxxxx"},
+		"Vodafone": {"+49172xxxxxxxx", "+49173xxxxxxxx"},
+		"O2":       {"+49176xxxxxxxx", "+49179xxxxxxxx"},
+	}
+	ngOperators = map[string][]string{
+		"MTN":     {"+234803xxxxxxx", "+234806xxxxxxx", "+234813xxxxxxx", "+234816xxxxxxx", "+234703xxxxxxx"},
+		"Glo":     {"+234805xxxxxxx", "+234807xxxxxxx", "+234815xxxxxxx", "+234811xxxxxxx", "+234905xxxxxxx"},
+		"Airtel":  {"+234802xxxxxxx", "+234808xxxxxxx", "+234812xxxxxxx"},
+		"9mobile": {"+234809xxxxxxx"},
+	}
+	deTemplates = weighted(map[string]int{"T-Mobile": 1, "Vodafone": 1, "O2": 1}, deOperators, 6)
+	ngTemplates = weighted(map[string]int{"MTN": 9, "Glo": 5, "Airtel": 5, "9mobile": 1}, ngOperators, 1)
+)
+
+// weighted lists each operator's templates so that it is drawn in
+// proportion to its share, each share's worth of templates spread evenly
+// over its ranges (per templates for a share of 1).
+func weighted(shares map[string]int, ops map[string][]string, per int) []string {
+	var out []string
+	for _, op := range slices.Sorted(maps.Keys(shares)) {
+		ranges := ops[op]
+		for i := range shares[op] * per {
+			out = append(out, ranges[i%len(ranges)])
+		}
+	}
+	return out
+}
+
+// operatorShare is the share of country ci's users who are customers of
+// op (by its templates' weight).
+func operatorShare(ci int, op string) float64 {
+	n := 0
+	for _, t := range countries[ci].templates {
+		if ph, err := otp.ParsePhone(strings.ReplaceAll(t, "x", "5"), ""); err == nil && ph.Operator() == op {
+			n++
+		}
+	}
+	return float64(n) / float64(len(countries[ci].templates))
 }
 
 // Destinations attackers favour, and what a text there costs.
@@ -243,6 +292,9 @@ type scenario struct {
 	// attacked is the real country the attack targets, if any: its users
 	// while the attack runs are reported apart.
 	attacked string
+	// operator, when the attack is on one operator's ranges of attacked:
+	// its users are reported apart from the country's other operators'.
+	operator string
 }
 
 // attackWindow is when the scenario's attack runs, plus restrict_for after
@@ -323,7 +375,28 @@ func warmScenarios(scale float64) []scenario {
 	mixed := spreadScenario(scale, 0, 10, "abroad", h, 8*h, 2*h)
 	mixed.name = "US 10x spread from proxies abroad, 3% on 40 verified numbers of its own"
 	mixed.waves[0].verifyOwn, mixed.waves[0].ownNumbers = 0.03, ownUS
-	return append(out, mixed)
+	out = append(out, mixed)
+	// Spreads over one operator's ranges (pumping is paid through the
+	// operator), at 1x, 10x and 100x that operator's real rate, from abroad
+	// and from the country's own pools.
+	for _, origin := range []string{"abroad", "inside"} {
+		for _, x := range []float64{1, 10, 100} {
+			out = append(out, operatorScenario(scale, 2, "O2", deOperators["O2"], x, origin, h, 8*h, spreadDuration(x, false)),
+				operatorScenario(scale, 5, "Glo", ngOperators["Glo"], x, origin, h, 8*h, spreadDuration(x, false)))
+		}
+	}
+	return out
+}
+
+// operatorScenario is a random spread over one operator's ranges of
+// country ci at x times that operator's real rate.
+func operatorScenario(scale float64, ci int, op string, ranges []string, x float64, origin string, start, length, dur time.Duration) scenario {
+	sc := spreadScenario(scale, ci, x, origin, start, length, dur)
+	sc.name = fmt.Sprintf("%s %s %gx operator spread from proxies %s", countries[ci].code, op, x, origin)
+	sc.operator = op
+	sc.waves[0].ranges = ranges
+	sc.waves[0].rate *= operatorShare(ci, op)
+	return sc
 }
 
 // spreadDuration is how long a spread at x times a country's rate lasts:
@@ -471,8 +544,11 @@ type simRow struct {
 	users, refused, windowed int
 	realTexts                int
 	// attacked: the attacked country's users while the attack ran (and
-	// restrict_for after), and those refused; others: everyone else.
+	// restrict_for after), and those refused; others: everyone else. When
+	// the attack is on one operator, attacked are the country's other
+	// operators' users, op the attacked operator's.
 	attacked, attackedRefused, others, othersRefused int
+	op, opRefused                                    int
 	// byRule counts the real users each pumping rule refused.
 	byRule map[string]int
 }
@@ -669,8 +745,13 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 				refused = 1
 			}
 			if sc != nil && u.country == sc.attacked && u.start >= from && u.start < to {
-				row.attacked++
-				row.attackedRefused += refused
+				if sc.operator != "" && u.phone.Operator() == sc.operator {
+					row.op++
+					row.opRefused += refused
+				} else {
+					row.attacked++
+					row.attackedRefused += refused
+				}
 			} else {
 				row.others++
 				row.othersRefused += refused
@@ -989,12 +1070,16 @@ func (p *authgear) approved(now time.Time, u *user) {
 
 func printSim(rows []simRow, took time.Duration, rate float64) {
 	fmt.Printf("\nSMS pumping simulation (%s; real traffic %.2f users/s on average)\n\n", took.Round(time.Second), rate)
-	fmt.Printf("| scenario | policy | attack attempts | attack texts | share | cost | real users | refused by a pumping rule | share | attacked country's users during the attack | refused | share | other users refused | refused by windows (CGNAT) |\n")
-	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| scenario | policy | attack attempts | attack texts | share | cost | real users | refused by a pumping rule | share | attacked country's users during the attack (operator rows: its other operators') | refused | share | attacked operator's users | refused | other users refused | refused by windows (CGNAT) |\n")
+	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Printf("| %s | %s | %d | %d | %.2f%% | %.2f | %d | %d | %.3f%% | %d | %d | %.2f%% | %d | %d |\n", r.scenario, r.policy, r.attempts, r.texts,
+		op, opRefused := "", ""
+		if r.op > 0 {
+			op, opRefused = fmt.Sprint(r.op), fmt.Sprint(r.opRefused)
+		}
+		fmt.Printf("| %s | %s | %d | %d | %.2f%% | %.2f | %d | %d | %.3f%% | %d | %d | %.2f%% | %s | %s | %d | %d |\n", r.scenario, r.policy, r.attempts, r.texts,
 			100*r.attackShare(), r.cost, r.users, r.refused, 100*r.userShare(), r.attacked, r.attackedRefused, 100*r.attackedShare(),
-			r.othersRefused, r.windowed)
+			op, opRefused, r.othersRefused, r.windowed)
 	}
 	fmt.Println()
 	for _, r := range rows {
