@@ -2,7 +2,6 @@ package otp
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"time"
 )
@@ -15,18 +14,14 @@ import (
 // nothing. On one Redis primary that is one script call: one round trip
 // instead of four.
 //
-// It is optional (Deps.Admitter nil: the flow asks each part in turn) and
+// The send flow always asks it; whether that is one script call, one per
+// Cluster slot, or several regions' calls is the admitter's business. It
 // must agree with the parts it stands in for: what it counts, Limiter.Refund
 // and PumpingGuard.Release take back, and what it stores, CodeStore and
 // IdempotencyStore read.
 type SendAdmitter interface {
 	Admit(ctx context.Context, a Admission) (Admitted, error)
 }
-
-// ErrAdmitInTurn, from Admit, says this send is not for one step (several
-// regions: its number is homed here, on a Cluster, or out of reach): the
-// flow asks each part in turn. Admit holds nothing when it says so.
-var ErrAdmitInTurn = errors.New("otp: admit in turn")
 
 // Admission is what a send asks of its store before the text.
 type Admission struct {

@@ -17,19 +17,6 @@ type issuedCode struct {
 	started bool
 }
 
-// issue returns the code to text: the pending one, or a new one it stored.
-func (s *Service) issue(ctx context.Context, phone string) (string, issuedCode, error) {
-	code, fresh, err := s.newCode(phone)
-	if err != nil {
-		return "", issuedCode{}, err
-	}
-	pending, err := s.Codes.Issue(ctx, phone, fresh, s.cfg.CodeTTL)
-	if err != nil {
-		return "", issuedCode{}, unavailable("codes", err)
-	}
-	return s.adopt(ctx, phone, code, fresh, pending)
-}
-
 // newCode draws a code and seals it for the store.
 func (s *Service) newCode(phone string) (string, StoredCode, error) {
 	code, err := NewCode(s.cfg.CodeLength)

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// pumpingGate is the part of a send the pumping guard decides: it runs once
-// from memory before the windows, and once against Redis after them, and
-// turns a refusal into a challenge when a verifier is configured.
+// pumpingGate is the part of a send the pumping guard decides: it answers
+// once from memory before anything touches Redis, reads the Admitter's
+// reservation, and turns a refusal into a challenge when a verifier is
+// configured.
 type pumpingGate struct {
 	s   *Service
 	req SendRequest
@@ -35,32 +36,6 @@ func (g *pumpingGate) held(ctx context.Context, phone Phone) error {
 		return nil
 	}
 	return g.refused(ctx, r)
-}
-
-// reserve decides against Redis and counts the send; the caller releases
-// the reservation if nothing is texted.
-func (g *pumpingGate) reserve(ctx context.Context, phone Phone) error {
-	if g.exempt {
-		return nil
-	}
-	res, err := g.s.Pumping.Reserve(ctx, phone, g.req.ClientIP, g.solved)
-	if err != nil {
-		return unavailable("pumping", err)
-	}
-	if res.Refused != nil {
-		if err := g.refused(ctx, *res.Refused); err != nil {
-			return err
-		}
-		// The challenge was solved just now: decide again without the rules.
-		if res, err = g.s.Pumping.Reserve(ctx, phone, g.req.ClientIP, true); err != nil {
-			return unavailable("pumping", err)
-		}
-		if res.Refused != nil {
-			return g.refusedSolved(*res.Refused)
-		}
-	}
-	g.res = res
-	return nil
 }
 
 // refusedSolved is a refusal that stands with the challenge solved (the

@@ -108,11 +108,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	// leaves.
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
-	admit := s.admitInTurn
-	if s.Admitter != nil {
-		admit = s.admitOnce
-	}
-	a, err := admit(ctx, sendCtx, req, phone, &gate, &res, &claimed)
+	a, err := s.admit(ctx, sendCtx, req, phone, &gate, &res, &claimed)
 	if err != nil || res.Replayed {
 		return res, err
 	}

@@ -2,7 +2,6 @@ package otp_test
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -19,104 +18,102 @@ func keyed(key string) otp.SendRequest {
 
 func TestSendIdempotent(t *testing.T) {
 	ctx := context.Background()
-	for _, admission := range admissions {
-		t.Run(admission+"/replay", func(t *testing.T) {
-			w := newWorld(t, admission)
-			first, err := w.send(t, keyed("k1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := w.send(t, keyed("k1"))
-			if err != nil || !again.Replayed || again.Reason != "idempotent_replay" || again.RequestID != first.RequestID ||
-				again.Receipt != first.Receipt || again.Sending || !again.Limited {
-				t.Fatalf("replay %+v, %v; first %+v", again, err, first)
-			}
-			if n := len(w.sender.Texts()); n != 1 {
-				t.Fatalf("%d texts for one key", n)
-			}
-			if n := w.limiter.Used(otp.SendPhoneKey + phone); n != 1 {
-				t.Fatalf("the replay counted: %d", n)
-			}
-		})
-		t.Run(admission+"/a refused send lets a retry run afresh", func(t *testing.T) {
-			w := newWorld(t, admission, provider(otp.ProviderRefused))
-			if _, err := w.send(t, keyed("k2")); otp.ErrorCode(err) != otp.EProviderError {
-				t.Fatal(err)
-			}
-			if w.idem.Held(otp.SendScope(phone, "k2")) {
-				t.Fatal("a failed send kept its scope")
-			}
-		})
-		t.Run(admission+"/a held send still answers its replay", func(t *testing.T) {
-			w := newWorld(t, admission)
-			if _, err := w.send(t, keyed("k3")); err != nil {
-				t.Fatal(err)
-			}
-			w.pumping.HeldFn = func(otp.Phone, netip.Addr) (otp.PumpingRefusal, bool) { return rangeRule, true }
-			if res, err := w.send(t, keyed("k3")); err != nil || !res.Replayed {
-				t.Fatalf("%+v %v", res, err)
-			}
-			res, err := w.send(t, keyed("k4"))
-			wantCode(t, err, otp.ERateLimited)
-			if w.idem.Held(otp.SendScope(phone, "k4")) || res.Reason != "pumping:range_1k" {
-				t.Fatalf("a refused key is kept, or %+v", res)
-			}
-		})
-		t.Run(admission+"/a busy claim waits for the answer", func(t *testing.T) {
-			w := newWorld(t, admission)
-			if _, err := w.send(t, keyed("k5")); err != nil {
-				t.Fatal(err)
-			}
-			claim, busy := w.idem.Claim, 2
-			w.idem.ClaimFn = func(ctx context.Context, scope, ticket string, ttl time.Duration) (otp.Claim, []byte, error) {
-				if busy > 0 {
-					busy--
-					return otp.ClaimBusy, nil, nil
-				}
-				w.idem.ClaimFn = nil
-				return claim(ctx, scope, ticket, ttl)
-			}
-			if res, err := w.send(t, keyed("k5")); err != nil || !res.Replayed || busy != 0 {
-				t.Fatalf("%+v %v", res, err)
-			}
-		})
-		t.Run(admission+"/a busy claim the client leaves", func(t *testing.T) {
-			w := newWorld(t, admission)
-			w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
+	t.Run("replay", func(t *testing.T) {
+		w := newWorld(t)
+		first, err := w.send(t, keyed("k1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := w.send(t, keyed("k1"))
+		if err != nil || !again.Replayed || again.Reason != "idempotent_replay" || again.RequestID != first.RequestID ||
+			again.Receipt != first.Receipt || again.Sending || !again.Limited {
+			t.Fatalf("replay %+v, %v; first %+v", again, err, first)
+		}
+		if n := len(w.sender.Texts()); n != 1 {
+			t.Fatalf("%d texts for one key", n)
+		}
+		if n := w.limiter.Used(otp.SendPhoneKey + phone); n != 1 {
+			t.Fatalf("the replay counted: %d", n)
+		}
+	})
+	t.Run("a refused send lets a retry run afresh", func(t *testing.T) {
+		w := newWorld(t, provider(otp.ProviderRefused))
+		if _, err := w.send(t, keyed("k2")); otp.ErrorCode(err) != otp.EProviderError {
+			t.Fatal(err)
+		}
+		if w.idem.Held(otp.SendScope(phone, "k2")) {
+			t.Fatal("a failed send kept its scope")
+		}
+	})
+	t.Run("a held send still answers its replay", func(t *testing.T) {
+		w := newWorld(t)
+		if _, err := w.send(t, keyed("k3")); err != nil {
+			t.Fatal(err)
+		}
+		w.pumping.HeldFn = func(otp.Phone, netip.Addr) (otp.PumpingRefusal, bool) { return rangeRule, true }
+		if res, err := w.send(t, keyed("k3")); err != nil || !res.Replayed {
+			t.Fatalf("%+v %v", res, err)
+		}
+		res, err := w.send(t, keyed("k4"))
+		wantCode(t, err, otp.ERateLimited)
+		if w.idem.Held(otp.SendScope(phone, "k4")) || res.Reason != "pumping:range_1k" {
+			t.Fatalf("a refused key is kept, or %+v", res)
+		}
+	})
+	t.Run("a busy claim waits for the answer", func(t *testing.T) {
+		w := newWorld(t)
+		if _, err := w.send(t, keyed("k5")); err != nil {
+			t.Fatal(err)
+		}
+		claim, busy := w.idem.Claim, 2
+		w.idem.ClaimFn = func(ctx context.Context, scope, ticket string, ttl time.Duration) (otp.Claim, []byte, error) {
+			if busy > 0 {
+				busy--
 				return otp.ClaimBusy, nil, nil
 			}
-			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			defer cancel()
-			_, err := w.svc.Send(ctx, keyed("k6"))
-			wantCode(t, err, otp.EUnavailable)
-			nothingHeld(t, w, otp.SendResult{})
-		})
-		t.Run(admission+"/idempotency store down", func(t *testing.T) {
-			w := newWorld(t, admission)
-			w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
-				return 0, nil, errDown
-			}
-			_, err := w.send(t, keyed("k8"))
-			wantCode(t, err, otp.EUnavailable)
-			nothingHeld(t, w, otp.SendResult{})
-		})
-		t.Run(admission+"/a stored answer that does not read", func(t *testing.T) {
-			w := newWorld(t, admission)
-			w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
-				return otp.ClaimDone, []byte("{"), nil
-			}
-			if _, err := w.send(t, keyed("k9")); err == nil || !strings.Contains(err.Error(), "stored answer") {
-				t.Fatalf("err %v", err)
-			}
-		})
-		t.Run(admission+"/an answer not stored is only logged", func(t *testing.T) {
-			w := newWorld(t, admission)
-			w.idem.SettleFn = func(context.Context, string, string, []byte, time.Duration) error { return errDown }
-			if _, err := w.send(t, keyed("k10")); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+			w.idem.ClaimFn = nil
+			return claim(ctx, scope, ticket, ttl)
+		}
+		if res, err := w.send(t, keyed("k5")); err != nil || !res.Replayed || busy != 0 {
+			t.Fatalf("%+v %v", res, err)
+		}
+	})
+	t.Run("a busy claim the client leaves", func(t *testing.T) {
+		w := newWorld(t)
+		w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
+			return otp.ClaimBusy, nil, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := w.svc.Send(ctx, keyed("k6"))
+		wantCode(t, err, otp.EUnavailable)
+		nothingHeld(t, w, otp.SendResult{})
+	})
+	t.Run("idempotency store down", func(t *testing.T) {
+		w := newWorld(t)
+		w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
+			return 0, nil, errDown
+		}
+		_, err := w.send(t, keyed("k8"))
+		wantCode(t, err, otp.EUnavailable)
+		nothingHeld(t, w, otp.SendResult{})
+	})
+	t.Run("a stored answer that does not read", func(t *testing.T) {
+		w := newWorld(t)
+		w.idem.ClaimFn = func(context.Context, string, string, time.Duration) (otp.Claim, []byte, error) {
+			return otp.ClaimDone, []byte("{"), nil
+		}
+		if _, err := w.send(t, keyed("k9")); err == nil || !strings.Contains(err.Error(), "stored answer") {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("an answer not stored is only logged", func(t *testing.T) {
+		w := newWorld(t)
+		w.idem.SettleFn = func(context.Context, string, string, []byte, time.Duration) error { return errDown }
+		if _, err := w.send(t, keyed("k10")); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestResendKeepsAttempts: a send while a code is pending texts the same
@@ -124,35 +121,33 @@ func TestSendIdempotent(t *testing.T) {
 // guesses.
 func TestResendKeepsAttempts(t *testing.T) {
 	ctx := context.Background()
-	for _, admission := range admissions {
-		t.Run(admission, func(t *testing.T) {
-			w := newWorld(t, admission)
-			code := w.sent(t)
-			if _, err := w.svc.Verify(ctx, verifyReq(wrong(code))); otp.ErrorCode(err) != otp.EInvalidCode {
-				t.Fatal(err)
-			}
-			res, err := w.send(t, sendReq(phone))
-			if err != nil || res.Reason != "resend" {
-				t.Fatalf("%+v %v", res, err)
-			}
-			if again := w.lastCode(t); again != code {
-				t.Fatalf("resend texted %s, want the pending %s", again, code)
-			}
-			if p, _ := w.pending(t); p.Attempts != 1 {
-				t.Fatalf("attempts %d after a resend, want 1", p.Attempts)
-			}
-			// A resend the provider refuses leaves the pending code alone.
-			w.sender.SendFn = func(context.Context, otp.Phone, string) (otp.Receipt, error) {
-				return otp.Receipt{}, &otp.SendError{Provider: "fake", Failure: otp.ProviderRefused, Reason: "refused"}
-			}
-			if _, err := w.send(t, sendReq(phone)); otp.ErrorCode(err) != otp.EProviderError {
-				t.Fatal(err)
-			}
-			if _, ok := w.pending(t); !ok {
-				t.Fatal("a refused resend discarded the pending code")
-			}
-		})
-	}
+	t.Run("resend", func(t *testing.T) {
+		w := newWorld(t)
+		code := w.sent(t)
+		if _, err := w.svc.Verify(ctx, verifyReq(wrong(code))); otp.ErrorCode(err) != otp.EInvalidCode {
+			t.Fatal(err)
+		}
+		res, err := w.send(t, sendReq(phone))
+		if err != nil || res.Reason != "resend" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if again := w.lastCode(t); again != code {
+			t.Fatalf("resend texted %s, want the pending %s", again, code)
+		}
+		if p, _ := w.pending(t); p.Attempts != 1 {
+			t.Fatalf("attempts %d after a resend, want 1", p.Attempts)
+		}
+		// A resend the provider refuses leaves the pending code alone.
+		w.sender.SendFn = func(context.Context, otp.Phone, string) (otp.Receipt, error) {
+			return otp.Receipt{}, &otp.SendError{Provider: "fake", Failure: otp.ProviderRefused, Reason: "refused"}
+		}
+		if _, err := w.send(t, sendReq(phone)); otp.ErrorCode(err) != otp.EProviderError {
+			t.Fatal(err)
+		}
+		if _, ok := w.pending(t); !ok {
+			t.Fatal("a refused resend discarded the pending code")
+		}
+	})
 }
 
 // TestSendOneStepAnswers covers what only an Admitter can answer.
@@ -180,24 +175,15 @@ func TestSendOneStepAnswers(t *testing.T) {
 				return got, err
 			}
 		}},
-		{name: "in turn", admit: func(*world) func(context.Context, otp.Admission) (otp.Admitted, error) {
-			return func(context.Context, otp.Admission) (otp.Admitted, error) { return otp.Admitted{}, otp.ErrAdmitInTurn }
-		}},
-		{name: "in turn with a key", key: "k", admit: func(*world) func(context.Context, otp.Admission) (otp.Admitted, error) {
-			return func(context.Context, otp.Admission) (otp.Admitted, error) { return otp.Admitted{}, otp.ErrAdmitInTurn }
-		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWorld(t, "one step")
+			w := newWorld(t)
 			w.admit.AdmitFn = c.admit(w)
 			res, err := w.send(t, keyed(c.key))
 			wantCode(t, err, c.code)
 			if c.code == "" {
 				texted(t, w, res)
 				return
-			}
-			if errors.Is(err, otp.ErrAdmitInTurn) {
-				t.Fatal("ErrAdmitInTurn reached the caller")
 			}
 			if c.key != "" && w.idem.Held(otp.SendScope(phone, c.key)) {
 				t.Fatal("a failed send kept its scope")

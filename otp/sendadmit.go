@@ -2,7 +2,6 @@ package otp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -15,17 +14,6 @@ type admitted struct {
 	issued   issuedCode
 }
 
-// admission is one way to admit a send: on a refusal or an error it fills
-// res and holds nothing (claimed, the idempotency scope it took, excepted:
-// Send settles it); on a replay it sets res.Replayed.
-type admission func(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
-	res *SendResult, claimed *string) (admitted, error)
-
-var (
-	_ admission = (*Service)(nil).admitInTurn
-	_ admission = (*Service)(nil).admitOnce
-)
-
 func idempotencyScope(phone Phone, req SendRequest) string {
 	if req.IdempotencyKey == "" {
 		return ""
@@ -33,49 +21,9 @@ func idempotencyScope(phone Phone, req SendRequest) string {
 	return SendScope(phone.E164, req.IdempotencyKey)
 }
 
-// admitInTurn asks each part in turn, one round trip each: the idempotency
-// claim, the memory of held subjects, the windows, the pumping guard, the
-// code store.
-func (s *Service) admitInTurn(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
-	res *SendResult, claimed *string) (admitted, error) {
-	if scope := idempotencyScope(phone, req); scope != "" {
-		if replayed, err := s.claimInTurn(ctx, scope, req.Ticket, res, claimed); replayed || err != nil {
-			return admitted{}, err
-		}
-	}
-	// A subject a pumping rule holds is refused from memory: a flood on a
-	// held range costs no Redis call.
-	if err := gate.held(ctx, phone); err != nil {
-		res.Reason, res.Refusal = gate.refusal, gate.rule
-		return admitted{}, err
-	}
-	subjects := s.SendSubjects(phone, req.ClientIP)
-	dec, err := s.Limiter.Allow(ctx, req.Ticket, subjects)
-	if err != nil {
-		return admitted{}, unavailable("limiter", err)
-	}
-	res.Decision, res.Limited = dec, true
-	if !dec.Allowed {
-		res.Reason = dec.Reason()
-		return admitted{}, RateLimitedError(dec)
-	}
-	if err := gate.reserve(ctx, phone); err != nil {
-		s.refund(sendCtx, req.Ticket, subjects)
-		res.Reason, res.Refusal = gate.refusal, gate.rule
-		return admitted{}, err
-	}
-	code, issued, err := s.issue(sendCtx, phone.E164)
-	if err != nil {
-		s.refund(sendCtx, req.Ticket, subjects)
-		gate.release(sendCtx)
-		return admitted{}, err
-	}
-	return admitted{subjects: subjects, code: code, issued: issued}, nil
-}
-
-// claimInTurn claims scope on its own (waiting while another request holds
+// claimAlone claims scope on its own (waiting while another request holds
 // it), or answers with the stored reply.
-func (s *Service) claimInTurn(ctx context.Context, scope, ticket string, res *SendResult, claimed *string) (replayed bool, err error) {
+func (s *Service) claimAlone(ctx context.Context, scope, ticket string, res *SendResult, claimed *string) (replayed bool, err error) {
 	prior, err := s.claim(ctx, scope, ticket)
 	if err != nil {
 		return false, err
@@ -88,16 +36,18 @@ func (s *Service) claimInTurn(ctx context.Context, scope, ticket string, res *Se
 	return false, nil
 }
 
-// admitOnce asks the Admitter for everything in one step, after the memory
-// of held subjects (which costs no Redis call). A held send with an
-// Idempotency-Key still answers its replay first, as in turn: it claims on
-// its own.
-func (s *Service) admitOnce(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+// admit asks the Admitter for everything in one step, after the memory of
+// held subjects (which costs no Redis call). A held send with an
+// Idempotency-Key still answers its replay first: it claims on its own. On
+// a refusal or an error it fills res and holds nothing (claimed, the
+// idempotency scope it took, excepted: Send settles it); on a replay it
+// sets res.Replayed.
+func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
 	res *SendResult, claimed *string) (admitted, error) {
 	scope := idempotencyScope(phone, req)
 	if err := gate.held(ctx, phone); err != nil {
 		if scope != "" {
-			if replayed, cerr := s.claimInTurn(ctx, scope, req.Ticket, res, claimed); replayed || cerr != nil {
+			if replayed, cerr := s.claimAlone(ctx, scope, req.Ticket, res, claimed); replayed || cerr != nil {
 				return admitted{}, cerr
 			}
 		}
@@ -114,20 +64,13 @@ func (s *Service) admitOnce(ctx, sendCtx context.Context, req SendRequest, phone
 		Code: fresh, CodeTTL: s.cfg.CodeTTL}
 	for {
 		a, err := s.Admitter.Admit(ctx, adm)
-		if errors.Is(err, ErrAdmitInTurn) {
-			inTurn := req
-			if adm.Scope == "" {
-				inTurn.IdempotencyKey = "" // claimed already
-			}
-			return s.admitInTurn(ctx, sendCtx, inTurn, phone, gate, res, claimed)
-		}
 		if adm.Scope != "" {
 			switch {
 			case err != nil:
 				*claimed = adm.Scope // it may have been claimed: give it up
 			case a.Claim == ClaimBusy:
-				// Another request holds it: wait for its answer in turn.
-				if replayed, cerr := s.claimInTurn(ctx, adm.Scope, req.Ticket, res, claimed); replayed || cerr != nil {
+				// Another request holds it: wait for its answer.
+				if replayed, cerr := s.claimAlone(ctx, adm.Scope, req.Ticket, res, claimed); replayed || cerr != nil {
 					return admitted{}, cerr
 				}
 				adm.Scope = ""

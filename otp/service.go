@@ -41,9 +41,8 @@ type Deps struct {
 	// AuditLog is where a send's row is made durable, as sending, before
 	// any text: required, since no text goes out without its row.
 	AuditLog AuditLog
-	// Admitter, when set, stands in for the idempotency claim, the windows,
-	// the pumping reservation and the code issue of a send in one step (one
-	// Redis round trip); nil asks each in turn.
+	// Admitter does a send's idempotency claim, windows, pumping
+	// reservation and code issue in one step: required.
 	Admitter SendAdmitter
 	// Pumping, Overrides and Challenge left nil get their stand-ins
 	// (NoPumpingGuard, NoOverrides, NoChallenge: no guard, no override, a
@@ -97,6 +96,9 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	}
 	if deps.AuditLog == nil {
 		panic("otp: NewService needs Deps.AuditLog: no text goes out without its row")
+	}
+	if deps.Admitter == nil {
+		panic("otp: NewService needs Deps.Admitter: every send is admitted through it")
 	}
 	if deps.Pumping == nil {
 		deps.Pumping = NoPumpingGuard{}

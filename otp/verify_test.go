@@ -31,7 +31,7 @@ func wrong(code string) string {
 func TestVerify(t *testing.T) {
 	ctx := context.Background()
 	t.Run("approved once, credited to the guard", func(t *testing.T) {
-		w := newWorld(t, "in turn")
+		w := newWorld(t)
 		code := w.sent(t)
 		if _, err := w.svc.Verify(ctx, verifyReq(code[:3]+" "+code[3:])); err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestVerify(t *testing.T) {
 		wantCode(t, err, otp.ENoPendingCode)
 	})
 	t.Run("an approval the guard cannot count still approves", func(t *testing.T) {
-		w := newWorld(t, "in turn", func(_ *otp.Config, _ *otp.Deps, w *world) {
+		w := newWorld(t, func(_ *otp.Config, _ *otp.Deps, w *world) {
 			w.pumping.ApprovedFn = func(context.Context, otp.Phone) error { return errDown }
 		})
 		if _, err := w.svc.Verify(ctx, verifyReq(w.sent(t))); err != nil {
@@ -51,7 +51,7 @@ func TestVerify(t *testing.T) {
 		}
 	})
 	t.Run("wrong codes count down to a lockout", func(t *testing.T) {
-		w := newWorld(t, "in turn")
+		w := newWorld(t)
 		code := w.sent(t)
 		for left := 2; left >= 0; left-- {
 			res, err := w.svc.Verify(ctx, verifyReq(wrong(code)))
@@ -68,7 +68,7 @@ func TestVerify(t *testing.T) {
 		wantCode(t, err, otp.ENoPendingCode)
 	})
 	t.Run("test number", func(t *testing.T) {
-		w := newWorld(t, "in turn")
+		w := newWorld(t)
 		req := verifyReq(testCode)
 		req.Phone = testPhone
 		if res, err := w.svc.Verify(ctx, req); err != nil || res.Reason != "test_number" {
@@ -105,7 +105,7 @@ func TestVerify(t *testing.T) {
 			if c.setup != nil {
 				edits = append(edits, c.setup)
 			}
-			w := newWorld(t, "in turn", edits...)
+			w := newWorld(t, edits...)
 			req := verifyReq(c.code)
 			if c.phone != "" {
 				req.Phone = c.phone

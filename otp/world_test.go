@@ -36,14 +36,10 @@ const (
 
 var client = netip.MustParseAddr("198.51.100.7")
 
-// admission names the two ways a send is admitted: each part in turn, or
-// the one step of an Admitter.
-var admissions = []string{"in turn", "one step"}
-
 // setup edits the world's config and parts before its Service is made.
 type setup func(cfg *otp.Config, d *otp.Deps, w *world)
 
-func newWorld(t *testing.T, admission string, edits ...setup) *world {
+func newWorld(t *testing.T, edits ...setup) *world {
 	t.Helper()
 	secrets, err := otp.NewSecrets(strings.Repeat("s", otp.MinSecretLength))
 	if err != nil {
@@ -69,10 +65,7 @@ func newWorld(t *testing.T, admission string, edits ...setup) *world {
 		TestNumbers:   []otp.TestNumber{{Phone: testPhone, Code: testCode}},
 	}
 	d := otp.Deps{Limiter: w.limiter, Sender: w.sender, Codes: w.codes, Idempotency: w.idem, AuditLog: w.audit,
-		Pumping: w.pumping, Secrets: secrets, Messages: msgs, Phones: otptest.PhoneParser{}}
-	if admission == "one step" {
-		d.Admitter = w.admit
-	}
+		Pumping: w.pumping, Secrets: secrets, Messages: msgs, Phones: otptest.PhoneParser{}, Admitter: w.admit}
 	for _, e := range edits {
 		e(&cfg, &d, w)
 	}

@@ -35,23 +35,29 @@ type HomeAdmitter interface {
 // home's windows are decided at the same time (see moving), with an
 // Idempotency-Key too. Every other send (a home out of reach with a
 // fallback allowed, a caller signal this region does not know, a keyed
-// send refused here) is asked in turn, as before (otp.ErrAdmitInTurn); a
-// claim the first try took is this request's, and claim.lua lets the same
-// ticket claim it again in turn.
+// send refused here) goes to inTurn, the parts asked one by one; a claim
+// the first try took is this request's, and claim.lua lets the same ticket
+// claim it again in turn.
 type admitter struct {
-	d     *Deployment
-	guard *pumping.Guard
-	local otp.SendAdmitter
-	homes map[string]HomeAdmitter
+	d      *Deployment
+	guard  *pumping.Guard
+	local  otp.SendAdmitter
+	homes  map[string]HomeAdmitter
+	inTurn otp.SendAdmitter
 }
+
+// errInTurn says a send is not for one step: Admit hands it to inTurn,
+// holding nothing but a claim the first try may have taken.
+var errInTurn = errors.New("region: admit in turn")
 
 var _ otp.SendAdmitter = admitter{}
 
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
 // parts all live here (nil: asked in turn); homes holds, by region name,
-// the admitter of each other region.
-func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter) otp.SendAdmitter {
-	return admitter{d: d, guard: guard, local: local, homes: homes}
+// the admitter of each other region; inTurn admits every other send, over
+// the deployment's parts (sendscript.InTurn).
+func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter, inTurn otp.SendAdmitter) otp.SendAdmitter {
+	return admitter{d: d, guard: guard, local: local, homes: homes, inTurn: inTurn}
 }
 
 // route finds where the send's parts live: with ok, all here (home.store
@@ -91,7 +97,16 @@ type undoer interface {
 	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
+// Admit admits a send in one step where its parts allow, else in turn.
 func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+	got, err := a.admit(ctx, adm)
+	if errors.Is(err, errInTurn) {
+		return a.inTurn.Admit(ctx, adm)
+	}
+	return got, err
+}
+
+func (a admitter) admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	local, home, prev, ok := a.route(adm)
 	switch {
@@ -101,9 +116,9 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		if u, can := a.local.(undoer); can {
 			return a.moving(ctx, adm, prev, a.local.Admit, u)
 		}
-		return out, otp.ErrAdmitInTurn
+		return out, errInTurn
 	case !ok || home.store == nil || a.homes[home.store.Name] == nil:
-		return out, otp.ErrAdmitInTurn
+		return out, errInTurn
 	}
 	ha := a.homes[home.store.Name]
 	here := a.d.local.Limiter
@@ -115,7 +130,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		}
 		if !dl.Allowed {
 			if adm.Scope != "" {
-				return out, otp.ErrAdmitInTurn // claim first, as in turn
+				return out, errInTurn // claim first, as in turn
 			}
 			dl.Policies = ratelimit.PoliciesOf(adm.Subjects)
 			out.Decision, out.Limited = dl, true
@@ -130,14 +145,14 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		if err != nil {
 			release()
 			if errors.Is(err, pumping.ErrSeveralCalls) {
-				return out, otp.ErrAdmitInTurn
+				return out, errInTurn
 			}
 			return out, err
 		}
 		if decision.RefusedHere() {
 			release()
 			if adm.Scope != "" {
-				return out, otp.ErrAdmitInTurn
+				return out, errInTurn
 			}
 			out.Pumping, err = decision.Read(ctx, nil)
 			return out, err
@@ -153,7 +168,7 @@ func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		release()
 		if a.d.fallsBack(home.store, err) {
 			a.d.o.Log.WarnContext(ctx, "home region out of reach; asking in turn, from the fallback ledger", "home", home.store.Name, "err", err)
-			return got, otp.ErrAdmitInTurn
+			return got, errInTurn
 		}
 		return got, err
 	}
@@ -229,7 +244,7 @@ func (a admitter) moving(ctx context.Context, adm otp.Admission, prev part,
 		}
 		if perr != nil {
 			if a.d.fallsBack(prev.store, perr) {
-				return otp.Admitted{Claim: otp.Claimed}, otp.ErrAdmitInTurn
+				return otp.Admitted{Claim: otp.Claimed}, errInTurn
 			}
 			return otp.Admitted{Claim: otp.Claimed}, perr
 		}

@@ -132,8 +132,8 @@ func TestKeyedSendDuringAMoveCutFromThePreviousHome(t *testing.T) {
 	const raw = "+447400128301"
 	adm := admission(t, raw, "GB", "192.0.2.220", 3, 1000)
 	adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-2"), time.Minute
-	if _, err := c.Admit(ctx, adm); !errors.Is(err, otp.ErrAdmitInTurn) {
-		t.Fatalf("Admit with the previous home cut: %v, want otp.ErrAdmitInTurn", err)
+	if _, err := c.Admit(ctx, adm); !errors.Is(err, errAskedInTurn) {
+		t.Fatalf("Admit with the previous home cut: %v, want errAskedInTurn", err)
 	}
 	for _, tc := range []struct {
 		name, ticket string

@@ -74,7 +74,8 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// regions, a send to a number homed in another region is one script
 	// call there (one per slot, at once, on a Cluster), with the previous
 	// home's windows at the same time while its country moves; a home out
-	// of reach and an unknown caller signal are asked in turn.
+	// of reach and an unknown caller signal are asked in turn
+	// (sendscript.InTurn, over the deployment's parts).
 	var admitter otp.SendAdmitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
 		admitter = sendscript.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
@@ -88,7 +89,8 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 				byName[h.name] = sendscript.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
 			}
 		}
-		admitter = dep.Admitter(guard, admitter, byName)
+		inTurn := sendscript.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
+		admitter = dep.Admitter(guard, admitter, byName, inTurn)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	return redisState{limits: limits, codes: codes, idempotency: idempotency, guard: guard, admitter: admitter}, nil
