@@ -77,7 +77,7 @@ func texted(t *testing.T, w *world, res otp.SendResult) {
 		rows[0].Reason != res.Reason || rows[0].ID == "" || !rows[0].ClientIP.IsValid() {
 		t.Fatalf("rows %+v, want one sending row", rows)
 	}
-	if !res.Sending || res.Receipt.Provider != "fake" || res.ExpiresIn != 10*time.Minute {
+	if !res.Sending || res.Receipt.Provider != "fake" || res.ExpiresIn != 10*time.Minute || res.VerificationID == "" {
 		t.Fatalf("result %+v", res)
 	}
 	if n := w.limiter.Used(otp.SendPhoneKey + phone); n != 1 {
