@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,10 +90,6 @@ func keyErr(key, format string, a ...any) error {
 // Validate checks the settings the way the configuration needs it, naming
 // the key at fault.
 func (o Options) Validate() error {
-	u, err := parseURL(o.URL)
-	if err != nil {
-		return err
-	}
 	if o.Timeout <= 0 {
 		return keyErr("timeout", "must be positive")
 	}
@@ -116,13 +111,8 @@ func (o Options) Validate() error {
 	if err := checkAddrs("cluster_addrs", o.ClusterAddrs); err != nil {
 		return err
 	}
-	if len(o.ClusterAddrs) > 0 && u.db != 0 {
-		return keyErr("url", "Redis Cluster has only db 0, got db %d", u.db)
-	}
-	if u.scheme == "unix" && o.Topology() != Single {
-		return keyErr("url", "a unix socket cannot be used with Sentinel or Cluster")
-	}
-	return nil
+	_, err := o.parseURL()
+	return err
 }
 
 func checkAddrs(key string, addrs []string) error {
@@ -138,36 +128,63 @@ func checkAddrs(key string, addrs []string) error {
 	return nil
 }
 
-// parsedURL is what the client takes from redis.url besides the address.
-type parsedURL struct {
-	scheme             string
-	username, password string
-	db                 int
+// parsed is redis.url read by go-redis's own parser for o's topology
+// (ParseURL, ParseFailoverURL, ParseClusterURL): exactly one is set.
+// The URL's query parameters are go-redis's; the timeouts, retries and pool
+// size New sets win over them.
+type parsed struct {
+	single   *redis.Options
+	failover *redis.FailoverOptions
+	cluster  *redis.ClusterOptions
 }
 
-func parseURL(raw string) (parsedURL, error) {
-	u, err := url.Parse(raw)
+func (o Options) parseURL() (parsed, error) {
+	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-		return parsedURL{}, keyErr("url", "want redis://host:port/db or rediss://host:port/db, got %q", raw)
+		return parsed{}, keyErr("url", "want redis://host:port/db or rediss://host:port/db, got %q", redacted(o.URL, u))
 	}
-	p := parsedURL{scheme: u.Scheme}
-	if u.User != nil {
-		p.username = u.User.Username()
-		p.password, _ = u.User.Password()
+	if u.Scheme == "unix" && o.Topology() != Single {
+		return parsed{}, keyErr("url", "a unix socket cannot be used with Sentinel or Cluster")
 	}
-	if u.Scheme == "unix" {
-		if _, err := redis.ParseURL(raw); err != nil {
-			return parsedURL{}, &KeyError{Key: "url", Msg: err.Error(), Err: err}
+	var p parsed
+	db := 0
+	switch o.Topology() {
+	case Single:
+		if p.single, err = redis.ParseURL(o.URL); err == nil {
+			db = p.single.DB
 		}
-		return p, nil
-	}
-	if db := strings.Trim(u.Path, "/"); db != "" {
-		p.db, err = strconv.Atoi(db)
-		if err != nil || p.db < 0 {
-			return parsedURL{}, keyErr("url", "db must be a number, got %q", db)
+	case Sentinel:
+		if p.failover, err = redis.ParseFailoverURL(o.URL); err == nil {
+			db = p.failover.DB
 		}
+	default:
+		// ParseClusterURL reads no path: the db is read as for one primary,
+		// to refuse any but 0.
+		var single *redis.Options
+		if single, err = redis.ParseURL(o.URL); err == nil {
+			db = single.DB
+			p.cluster, err = redis.ParseClusterURL(o.URL)
+		}
+	}
+	if err != nil {
+		return parsed{}, &KeyError{Key: "url", Msg: fmt.Sprintf("%v, in %q", err, redacted(o.URL, u)), Err: err}
+	}
+	switch {
+	case db < 0:
+		return parsed{}, keyErr("url", "db must not be negative, got %d", db)
+	case o.Topology() == Cluster && db != 0:
+		return parsed{}, keyErr("url", "Redis Cluster has only db 0, got db %d", db)
 	}
 	return p, nil
+}
+
+// redacted is raw with its password hidden, for error messages: the URL may
+// come from SMSGW_REDIS_URL with its credentials.
+func redacted(raw string, u *url.URL) string {
+	if u == nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
 }
 
 // New builds the client for o (after Validate). Nothing is dialled yet.
@@ -181,13 +198,14 @@ func New(o Options) (redis.UniversalClient, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	p, err := o.parseURL()
+	if err != nil {
+		return nil, err
+	}
 	t := o.Timeout
-	switch o.Topology() {
-	case Single:
-		opt, err := redis.ParseURL(o.URL)
-		if err != nil {
-			return nil, fmt.Errorf("redis.url: %w", err)
-		}
+	switch {
+	case p.single != nil:
+		opt := p.single
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = t, t, t, t
 		opt.ContextTimeoutEnabled = true
 		opt.MaxRetries = -1
@@ -196,44 +214,48 @@ func New(o Options) (redis.UniversalClient, error) {
 			opt.PoolSize = o.PoolSize
 		}
 		return redis.NewClient(opt), nil
-	case Sentinel:
-		u, _ := parseURL(o.URL)
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:       o.SentinelMaster,
-			SentinelAddrs:    o.SentinelAddrs,
-			SentinelPassword: o.SentinelPassword,
-			Username:         u.username,
-			Password:         u.password,
-			DB:               u.db,
-			TLSConfig:        tlsConfig(u),
-			DialTimeout:      t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			DialerRetries:         1,
-			PoolSize:              o.PoolSize,
-		}), nil
+	case p.failover != nil:
+		opt := p.failover
+		// The URL's credentials are the data nodes' (go-redis reads them as
+		// the sentinels'); the sentinels' own password comes from the
+		// environment. The URL's host is none of the nodes.
+		if opt.SentinelUsername != "" || opt.SentinelPassword != "" {
+			opt.Username, opt.Password = opt.SentinelUsername, opt.SentinelPassword
+		}
+		opt.SentinelUsername, opt.SentinelPassword = "", o.SentinelPassword
+		opt.MasterName, opt.SentinelAddrs = o.SentinelMaster, o.SentinelAddrs
+		opt.TLSConfig = nodeTLS(opt.TLSConfig)
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = t, t, t, t
+		opt.ContextTimeoutEnabled = true
+		opt.MaxRetries = -1
+		opt.DialerRetries = 1
+		opt.PoolSize = o.PoolSize
+		return redis.NewFailoverClient(opt), nil
 	default:
-		u, _ := parseURL(o.URL)
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:       o.ClusterAddrs,
-			Username:    u.username,
-			Password:    u.password,
-			TLSConfig:   tlsConfig(u),
-			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t,
-			ContextTimeoutEnabled: true,
-			// Redirects (MOVED, ASK) are followed; a dead node is not
-			// retried past the request's own deadline.
-			MaxRedirects:  3,
-			MaxRetries:    -1,
-			DialerRetries: 1,
-			PoolSize:      o.PoolSize,
-		}), nil
+		opt := p.cluster
+		opt.Addrs = o.ClusterAddrs
+		opt.TLSConfig = nodeTLS(opt.TLSConfig)
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = t, t, t, t
+		opt.ContextTimeoutEnabled = true
+		// Redirects (MOVED, ASK) are followed; a dead node is not
+		// retried past the request's own deadline.
+		opt.MaxRedirects = 3
+		opt.MaxRetries = -1
+		opt.DialerRetries = 1
+		opt.PoolSize = o.PoolSize
+		return redis.NewClusterClient(opt), nil
 	}
 }
 
-func tlsConfig(u parsedURL) *tls.Config {
-	if u.scheme != "rediss" {
+// nodeTLS keeps TLS on (rediss://) for Sentinel and Cluster, without the
+// server name the parsers take from the URL's host, which is none of the
+// nodes: each connection checks the name it dialled.
+func nodeTLS(c *tls.Config) *tls.Config {
+	if c == nil {
 		return nil
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12}
+	c = c.Clone()
+	c.ServerName = ""
+	c.MinVersion = max(c.MinVersion, tls.VersionTLS12)
+	return c
 }

@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"context"
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,13 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"cluster port", func(o *Options) { o.ClusterAddrs = []string{"h:0"} }, "redis.cluster_addrs[0]"},
 		{"cluster db", func(o *Options) { o.URL, o.ClusterAddrs = "redis://h:1/2", []string{"h:2"} }, "redis.url"},
 		{"unix and cluster", func(o *Options) { o.URL, o.ClusterAddrs = "unix:///s", []string{"h:2"} }, "redis.url"},
+		{"unix and sentinel", func(o *Options) { o.URL, o.SentinelMaster, o.SentinelAddrs = "unix:///s", "m", []string{"h:1"} }, "redis.url"},
+		{"negative db", func(o *Options) { o.URL = "redis://h:1/-1" }, "redis.url"},
+		{"unknown option", func(o *Options) { o.URL = "redis://h:1/0?no_such_option=1" }, "redis.url"},
+		{"sentinel db", func(o *Options) {
+			o.URL, o.SentinelMaster, o.SentinelAddrs = "redis://h:1/x", "m", []string{"h:1"}
+		}, "redis.url"},
+		{"cluster path", func(o *Options) { o.URL, o.ClusterAddrs = "redis://h:1/0/1", []string{"h:2"} }, "redis.url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +60,44 @@ func TestValidateNamesTheKey(t *testing.T) {
 				t.Fatalf("error %v, want one naming %s", err, tt.key)
 			}
 		})
+	}
+}
+
+func TestAURLErrorHidesThePassword(t *testing.T) {
+	for _, raw := range []string{"http://user:s3cret@h:1/0", "redis://user:s3cret@h:1/x", "redis://user:s3cret@h:1/0?bad=1"} {
+		err := Options{URL: raw, Timeout: time.Second}.Validate()
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "redis.url:") {
+			t.Fatalf("%s: error %v, want one naming redis.url without the password", raw, err)
+		}
+	}
+}
+
+// TestTheURLsCredentialsAreTheNodes: on every topology the URL's user and
+// password reach the data nodes, the sentinels' password comes apart, and
+// rediss:// is TLS checked against the name each connection dials.
+func TestTheURLsCredentialsAreTheNodes(t *testing.T) {
+	url := "rediss://u:p@ignored.example:6380/3"
+	s, err := New(Options{URL: url, SentinelMaster: "m", SentinelAddrs: []string{"10.0.0.1:26379"},
+		SentinelPassword: "sp", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	so := s.(*redis.Client).Options()
+	if so.Username != "u" || so.Password != "p" || so.DB != 3 || so.TLSConfig == nil || so.TLSConfig.ServerName != "" ||
+		so.TLSConfig.MinVersion < tls.VersionTLS12 || so.MaxRetries > 0 || so.ReadTimeout != time.Second {
+		t.Fatalf("sentinel's node options %+v", so)
+	}
+	c, err := New(Options{URL: "rediss://u:p@ignored.example:6380/0", ClusterAddrs: []string{"10.0.0.1:7000"}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	co := c.(*redis.ClusterClient).Options()
+	if co.Username != "u" || co.Password != "p" || len(co.Addrs) != 1 || co.Addrs[0] != "10.0.0.1:7000" ||
+		co.TLSConfig == nil || co.TLSConfig.ServerName != "" || co.TLSConfig.MinVersion < tls.VersionTLS12 ||
+		co.MaxRetries > 0 || co.MaxRedirects != 3 || co.ReadTimeout != time.Second {
+		t.Fatalf("cluster options %+v", co)
 	}
 }
 
