@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 
-	"smsgw/internal/boundedmap"
 	"smsgw/otp"
 )
 
@@ -20,11 +20,14 @@ import (
 // every replica forgets what they touched. The cache is used only while this
 // replica is subscribed, so it cannot miss such a message unknowingly.
 //
-// It is bounded (attackers choose the subjects) and sharded (every request
-// looks in it). A full shard forgets its oldest entry: O(1), no scan.
+// It is bounded (attackers choose the subjects): a full cache forgets the
+// entry least recently used, so a flood's subject stays while an attacker's
+// fresh subjects come and go. hashicorp/golang-lru's LRU was no slower than
+// the sharded map it replaced on this path, where its expirable LRU and
+// otter were (docs/measurements/2026-11-26-refusal-cache.md).
 type refusals struct {
 	subscribed atomic.Bool
-	m          *boundedmap.Map[refusal]
+	m          *lru.Cache[string, refusal]
 }
 
 type refusal struct {
@@ -33,7 +36,11 @@ type refusal struct {
 }
 
 func newRefusals(max int) *refusals {
-	return &refusals{m: boundedmap.New[refusal](max, boundedmap.DropOldest)}
+	m, err := lru.New[string, refusal](max)
+	if err != nil { // max < 1: the limiter makes no cache then
+		panic(err)
+	}
+	return &refusals{m: m}
 }
 
 // lookup finds a standing refusal of any of keys.
@@ -42,23 +49,23 @@ func (r *refusals) lookup(keys []string, now time.Time) (refusal, bool) {
 		return refusal{}, false
 	}
 	for _, k := range keys {
-		if f, ok := r.m.Get(k, nil); ok && now.Before(f.until) {
+		if f, ok := r.m.Get(k); ok && now.Before(f.until) {
 			return f, true
 		}
 	}
 	return refusal{}, false
 }
 
-// remember records a refusal, evicting the shard's oldest entry when full.
-func (r *refusals) remember(key string, f refusal) { r.m.Put(key, f, nil) }
+// remember records a refusal, evicting the least recently used when full.
+func (r *refusals) remember(key string, f refusal) { r.m.Add(key, f) }
 
 func (r *refusals) forget(keys []string) {
 	for _, k := range keys {
-		r.m.Drop(k)
+		r.m.Remove(k)
 	}
 }
 
-func (r *refusals) clear() { r.m.Clear() }
+func (r *refusals) clear() { r.m.Purge() }
 
 // len counts the entries held, expired ones included.
 func (r *refusals) len() int { return r.m.Len() }

@@ -107,39 +107,47 @@ func TestRefusalCacheIsBounded(t *testing.T) {
 				k := fmt.Sprint("k", i)
 				r.remember(k, until)
 				if i%3 == 0 {
-					r.forget([]string{k}) // leaves a stale ring slot behind
+					r.forget([]string{k})
 					r.remember(k, until)
 				}
-				// Below 16 some shards have no room at all.
-				if _, ok := r.lookup([]string{k}, time.Now()); !ok && max >= 16 {
+				if _, ok := r.lookup([]string{k}, time.Now()); !ok {
 					t.Fatalf("%s not held right after remember", k)
 				}
 			}
-			if n := r.len(); n > max || (max >= 16 && n < max/2) {
+			if n := r.len(); n != max {
 				t.Fatalf("cache holds %d entries, bound %d", n, max)
 			}
 		})
 	}
 }
 
-func TestRefusalCacheEvictsTheOldest(t *testing.T) {
-	r := newRefusals(16) // one entry per shard
+// TestRefusalCacheEvictsTheLeastRecentlyUsed: a full cache forgets the
+// entry neither looked up nor remembered for longest, so a subject under a
+// flood stays while an attacker's fresh subjects push each other out.
+func TestRefusalCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+	r := newRefusals(3)
 	r.subscribed.Store(true)
 	until := refusal{until: time.Now().Add(time.Hour)}
-	r.remember("a", until)
-	// Fill a's shard with a newer key: a goes, the newer one stays.
-	for i := 0; i < 10_000; i++ {
-		k := fmt.Sprint("b", i)
+	for _, k := range []string{"a", "b", "c"} {
 		r.remember(k, until)
-		if _, ok := r.lookup([]string{"a"}, time.Now()); ok {
-			continue
-		}
-		if _, ok := r.lookup([]string{k}, time.Now()); !ok {
-			t.Fatal("the newest entry was not kept")
-		}
-		return
 	}
-	t.Fatal("the oldest entry of a full shard was kept")
+	held := func(k string) bool {
+		_, ok := r.lookup([]string{k}, time.Now())
+		return ok
+	}
+	if !held("a") { // a is now the most recently used
+		t.Fatal("a not held")
+	}
+	r.remember("d", until)
+	if held("b") {
+		t.Fatal("b, the least recently used, was kept")
+	}
+	for i := range 100 { // an attacker's fresh subjects, the flood on a between them
+		r.remember(fmt.Sprint("x", i), until)
+		if !held("a") {
+			t.Fatalf("the flooded subject was dropped after %d fresh ones", i+1)
+		}
+	}
 }
 
 // TestReplicasRaceAndResetTogether: two replicas with refusal caches race for

@@ -1,5 +1,5 @@
 // Package boundedmap is a concurrent map of bounded size for the per-replica
-// caches on the request path (parsed phones, pumping holds, refusals):
+// caches on the request path (parsed phones, pumping holds):
 // sharded so that every request can use it, bounded because attackers
 // choose the keys.
 package boundedmap
@@ -23,11 +23,6 @@ const (
 	// junk keys pays for eviction once per eighth. Map order is random
 	// enough that a flood cannot pin the useful entries.
 	DropEighth
-	// DropOldest drops the shard's oldest key (in the order keys were first
-	// put): O(1), from a ring of keys. The shards share the bound exactly,
-	// so the map never holds more than entries; below 16 entries some
-	// shards hold nothing.
-	DropOldest
 )
 
 // Map maps strings to V, holding about entries at most.
@@ -42,7 +37,6 @@ type Map[V any] struct {
 type shard[V any] struct {
 	mu sync.Mutex
 	m  map[string]V
-	order
 }
 
 // New is an empty map of about entries entries at most.
@@ -50,13 +44,6 @@ func New[V any](entries int, evict Eviction) *Map[V] {
 	c := &Map[V]{seed: maphash.MakeSeed(), max: max(entries/shards, 1), evict: evict}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]V)
-		if evict == DropOldest {
-			per := entries / shards
-			if i < entries%shards {
-				per++
-			}
-			c.shards[i].order = newOrder(per)
-		}
 	}
 	return c
 }
@@ -94,10 +81,6 @@ func (c *Map[V]) Put(key string, v V, stale func(V) bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if c.evict == DropOldest {
-		c.putInOrder(sh, key, v)
-		return
-	}
 	if _, ok := sh.m[key]; !ok && len(sh.m) >= c.max {
 		if stale != nil {
 			dropped := 0
@@ -151,7 +134,6 @@ func (c *Map[V]) Clear() {
 		sh.mu.Lock()
 		c.n.Add(-int64(len(sh.m)))
 		clear(sh.m)
-		sh.order.clear()
 		sh.mu.Unlock()
 	}
 }
