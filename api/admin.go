@@ -83,12 +83,13 @@ type pendingCodeJSON struct {
 type limitsJSON struct {
 	Phone   string            `json:"phone,omitempty"`
 	IP      string            `json:"ip,omitempty"`
+	Key     string            `json:"key,omitempty"`
 	Windows []limitWindowJSON `json:"windows"`
 	Code    *pendingCodeJSON  `json:"code,omitempty"`
 }
 
 func limitsBody(v otp.SupportView, maxAttempts int) limitsJSON {
-	out := limitsJSON{Phone: v.Phone, IP: v.IP, Windows: make([]limitWindowJSON, 0, len(v.Windows))}
+	out := limitsJSON{Phone: v.Phone, IP: v.IP, Key: v.Key, Windows: make([]limitWindowJSON, 0, len(v.Windows))}
 	for _, w := range v.Windows {
 		out.Windows = append(out.Windows, limitWindowJSON{
 			Policy: w.Policy, Scope: w.Scope, Window: w.Rule.Label(), Limit: w.Rule.Max,
@@ -111,6 +112,18 @@ func (s *Server) handleAdminLimits(c echo.Context) error {
 	action, op := "limits.get", s.Service.Limits
 	if c.Request().Method == http.MethodDelete {
 		action, op = "limits.delete", s.Service.ResetLimits
+	}
+	if name := c.QueryParam("key"); name != "" || c.QueryParam("value") != "" {
+		var v otp.SupportView
+		var err error = otp.Errorf(otp.EInvalidRequest, "give exactly one of phone, ip and key")
+		if c.QueryParam("phone") == "" && c.QueryParam("ip") == "" {
+			v, err = s.Service.KeyLimits(c.Request().Context(), name, c.QueryParam("value"), action == "limits.delete")
+		}
+		s.auditAdmin(c, action, "", err)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, limitsBody(v, s.cfg.MaxAttempts))
 	}
 	phone, err := otp.ParseQueryPhone(c.QueryParam("phone"), s.cfg.DefaultRegion)
 	var v otp.SupportView

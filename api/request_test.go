@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func FuzzDecodeSend(f *testing.F) {
 			t.Fatal(err)
 		}
 		var again sendRequest
-		if err := decodeBody(b, &again); err != nil || again != req {
+		if err := decodeBody(b, &again); err != nil || !reflect.DeepEqual(again, req) {
 			t.Fatalf("round trip of %q: %+v %v", body, again, err)
 		}
 	})

@@ -17,6 +17,8 @@ type sendRequest struct {
 	ChallengeToken string `json:"challenge_token"`
 	// ClientIP is the end user's address, from a backend allowed to send it.
 	ClientIP string `json:"client_ip"`
+	// LimitKeys are the backend's own subjects (account, session, device).
+	LimitKeys map[string]string `json:"limit_keys"`
 }
 
 type sendResponse struct {
@@ -63,6 +65,9 @@ func (s *Server) handleSend(c echo.Context) error {
 	if err == nil {
 		err = readRequest(c, &ev, &req, &req.ClientIP)
 	}
+	if err == nil {
+		err = limitKeysAllowed(c, req.LimitKeys)
+	}
 	if err := s.admit(ctx, ev, err); err != nil {
 		return err
 	}
@@ -70,6 +75,7 @@ func (s *Server) handleSend(c echo.Context) error {
 	res, err := s.Service.Send(ctx, otp.SendRequest{
 		Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
 		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Row: ev,
+		LimitKeys: req.LimitKeys,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)

@@ -116,6 +116,9 @@ func (d Decision) Reason() string {
 	if d.Allowed {
 		return ""
 	}
+	if d.Tightest.Scope == KeyScope {
+		return KeyScope + ":" + d.Tightest.Name + ":" + d.Tightest.Rule.Label()
+	}
 	return d.Tightest.Scope + ":" + d.Tightest.Rule.Label()
 }
 

@@ -15,6 +15,15 @@ func unavailable(what string, err error) *Error {
 // RateLimitedError is the client error for a refused decision.
 func RateLimitedError(dec Decision) *Error {
 	w := dec.Tightest
+	if w.Scope == KeyScope {
+		return &Error{
+			Code: ERateLimited,
+			Message: fmt.Sprintf("too many requests for this %s: at most %d per %s; retry in %d s",
+				w.Name, w.Rule.Max, w.Rule.Label(), dec.RetryAfterSeconds()),
+			Fields:     map[string]any{"scope": w.Scope, "key": w.Name, "window": w.Rule.Label(), "limit": w.Rule.Max},
+			RetryAfter: dec.RetryAfterSeconds(),
+		}
+	}
 	return &Error{
 		Code: ERateLimited,
 		Message: fmt.Sprintf("too many requests for this %s: at most %d per %s; retry in %d s",

@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -21,6 +22,8 @@ const MinSecretLength = 32
 type Secrets struct {
 	macKey []byte
 	aead   cipher.AEAD
+	// subjectKey names a caller's limit-key values in Redis keys.
+	subjectKey []byte
 }
 
 // NewSecrets derives the code keys from secret with HKDF-SHA256, one key per
@@ -45,7 +48,11 @@ func NewSecrets(secret string) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Secrets{macKey: macKey, aead: aead}, nil
+	subjectKey, err := hkdf.Key(sha256.New, []byte(secret), nil, "smsgw subject v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	return &Secrets{macKey: macKey, aead: aead, subjectKey: subjectKey}, nil
 }
 
 // RandomSecret returns a fresh secret, for dev mode only: codes do not
@@ -62,6 +69,17 @@ func (s *Secrets) MAC(phone, code string) []byte {
 	m.Write([]byte{0})
 	m.Write([]byte(code))
 	return m.Sum(nil)
+}
+
+// SubjectMAC names a caller's limit-key value (an account, a session) in
+// Redis keys without the value in clear: hex of 128 bits of HMAC-SHA256
+// under a key of its own, bound to the key's name.
+func (s *Secrets) SubjectMAC(name, value string) string {
+	m := hmac.New(sha256.New, s.subjectKey)
+	m.Write([]byte(name))
+	m.Write([]byte{0})
+	m.Write([]byte(value))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // Seal encrypts code for phone; the phone is authenticated data, so a sealed

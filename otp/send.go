@@ -25,6 +25,10 @@ type SendRequest struct {
 	// ChallengeToken is a solved bot challenge, checked only when a pumping
 	// rule would refuse the send.
 	ChallengeToken string
+	// LimitKeys are the caller's own subjects (see KeyRules), name to value.
+	LimitKeys map[string]string
+	// keySubjects are LimitKeys' windows, resolved by Send.
+	keySubjects []Subject
 	// Row is the request's audit row as its caller started it (ID, Time,
 	// Kind, RequestID, ClientIP, APIKey): the flow makes it durable, as
 	// sending, through Deps.AuditLog before any provider is called.
@@ -71,6 +75,9 @@ type SendResult struct {
 // buys more guesses.
 func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, err error) {
 	res.RequestID = req.RequestID
+	if req.keySubjects, err = s.keySubjects(req.LimitKeys); err != nil {
+		return res, err
+	}
 	phone, err := s.parsePhone(req.Phone, req.Region)
 	if err != nil {
 		return res, err
@@ -91,7 +98,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	if s.isTestNumber(phone) {
 		res.Reason, res.ExpiresIn = "test_number", s.cfg.CodeTTL
 		res.VerificationID = testVerificationID(phone)
-		res.Decision, res.Limited = untouched(time.Now(), s.SendSubjects(phone, req.ClientIP)), true
+		res.Decision, res.Limited = untouched(time.Now(), s.requestSubjects(phone, req)), true
 		return res, nil
 	}
 

@@ -54,7 +54,7 @@ func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Pho
 		res.Reason, res.Refusal = gate.refusal, gate.rule
 		return admitted{}, err
 	}
-	subjects := s.SendSubjects(phone, req.ClientIP)
+	subjects := s.requestSubjects(phone, req)
 	code, fresh, err := s.newCode(phone.E164)
 	if err != nil {
 		return admitted{}, err

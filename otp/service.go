@@ -19,10 +19,12 @@ type Config struct {
 	CountryRules []Rule
 	PrefixRules  []PrefixRules
 	GlobalRules  []Rule
-	Policy       PhonePolicy
-	CodeLength   int
-	CodeTTL      time.Duration
-	MaxAttempts  int
+	// KeyRules are the caller-defined limit keys ([[limits.key]]).
+	KeyRules    []KeyRules
+	Policy      PhonePolicy
+	CodeLength  int
+	CodeTTL     time.Duration
+	MaxAttempts int
 	// SendTimeout bounds the provider call and the refund after it. Both
 	// outlive the client's request: once a text may go out, the flow finishes.
 	SendTimeout time.Duration

@@ -16,6 +16,7 @@ type LimitWindow struct {
 type SupportView struct {
 	Phone   string // E.164, when asked about a phone
 	IP      string // the counted address or IPv6 network, when asked about an IP
+	Key     string // the limit key's name, when asked about one of its values
 	Windows []LimitWindow
 	// Code is the phone's pending code; nil when none, or asked about an IP.
 	Code *PendingCode

@@ -71,6 +71,7 @@ type Config struct {
 		Country           []LimitRule `toml:"country"`
 		Prefix            []LimitRule `toml:"prefix"`
 		Global            []LimitRule `toml:"global"`
+		Key               []KeyLimit  `toml:"key"`
 	} `toml:"limits"`
 	Pumping struct {
 		Mode       string   `toml:"mode"`
@@ -136,6 +137,7 @@ type Config struct {
 	corsOrigins    []string
 	messages       *otp.Messages
 	prefixRules    []otp.PrefixRules
+	keyRules       []otp.KeyRules
 	apiKeys        []api.APIKey
 }
 
@@ -163,6 +165,13 @@ type APIKey struct {
 	// Publishable marks a browser's key: accepted only from Origins.
 	Publishable bool     `toml:"publishable"`
 	Origins     []string `toml:"origins"`
+}
+
+// KeyLimit is one [[limits.key]] entry: a window of a caller-defined key.
+type KeyLimit struct {
+	Name   string   `toml:"name"`
+	Window Duration `toml:"window"`
+	Max    int      `toml:"max"`
 }
 
 // LimitRule is one [[limits.*]] entry. Digits is for [[limits.prefix]] only.

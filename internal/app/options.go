@@ -59,6 +59,7 @@ func (c *Config) domain() otp.Config {
 		CountryRules:  rules(c.Limits.Country),
 		PrefixRules:   c.prefixRules,
 		GlobalRules:   rules(c.Limits.Global),
+		KeyRules:      c.keyRules,
 		Policy:        c.policy(),
 		CodeLength:    c.OTP.Length,
 		CodeTTL:       c.OTP.TTL.Duration,

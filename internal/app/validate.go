@@ -188,6 +188,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("limits.prefix[%d]: %w", i, err)
 		}
 	}
+	if c.keyRules, err = keyRules(c.Limits.Key); err != nil {
+		return err
+	}
 	if err := c.policy().Validate(); err != nil {
 		return err
 	}
