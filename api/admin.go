@@ -86,6 +86,8 @@ type limitsJSON struct {
 	Key     string            `json:"key,omitempty"`
 	Windows []limitWindowJSON `json:"windows"`
 	Code    *pendingCodeJSON  `json:"code,omitempty"`
+	// Pumping lists, for a phone, the pumping holds covering it.
+	Pumping []pumpingHoldJSON `json:"pumping,omitempty"`
 }
 
 func limitsBody(v otp.SupportView, maxAttempts int) limitsJSON {
@@ -126,6 +128,10 @@ func (s *Server) handleAdminLimits(c echo.Context) error {
 		return c.JSON(http.StatusOK, limitsBody(v, s.cfg.MaxAttempts))
 	}
 	phone, err := otp.ParseQueryPhone(c.QueryParam("phone"), s.cfg.DefaultRegion)
+	lift := false
+	if err == nil && c.Request().Method == http.MethodDelete {
+		lift, err = liftPumping(c)
+	}
 	var v otp.SupportView
 	if err == nil {
 		v, err = op(c.Request().Context(), phone, c.QueryParam("ip"))
@@ -134,7 +140,11 @@ func (s *Server) handleAdminLimits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, limitsBody(v, s.cfg.MaxAttempts))
+	body := limitsBody(v, s.cfg.MaxAttempts)
+	if body.Pumping, err = s.phoneHolds(c, phone, lift); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, body)
 }
 
 const (

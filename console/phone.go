@@ -31,6 +31,7 @@ type phoneData struct {
 	Trail          []otp.AuditEvent
 	TrailErr       string
 	Overrides      []otp.Override
+	Holds          []otp.PumpingHold // pumping holds covering the number
 	CanCancel      bool
 	CanOverride    bool
 	ExpiryChoices  []expiryChoice
@@ -51,6 +52,7 @@ func windowRows(v otp.SupportView) []windowRow {
 
 var notices = map[string]string{
 	"reset":     "Limits reset: every window is empty.",
+	"resetheld": "Limits reset and pumping holds lifted: every window is empty, and no range or country holds the number.",
 	"cancelled": "The pending code is cancelled.",
 	"nocode":    "There was no pending code to cancel.",
 	"override":  "Override saved.",
@@ -104,6 +106,7 @@ func (c *Console) lookUpPhone(r *http.Request, a *action, d *phoneData) error {
 		d.Trail = trail
 	}
 	if c.d.Pumping != nil {
+		d.Holds, _ = c.holdsCovering(ctx, ph) // unavailable: the page shows none
 		all, err := c.d.Pumping.ListOverrides(ctx)
 		if err == nil {
 			for _, o := range all {
@@ -128,7 +131,8 @@ func phoneURL(e164, done string) string {
 	return "/console/phone?phone=" + url.QueryEscape(e164) + "&done=" + done
 }
 
-// phoneReset clears every window of a number ("Reset limits").
+// phoneReset clears every window of a number ("Reset limits"), and with
+// the box ticked lifts the pumping holds covering it.
 func (c *Console) phoneReset(w http.ResponseWriter, r *http.Request, a *action) error {
 	ph, err := c.parsePhone(r.PostFormValue("phone"), "")
 	if err != nil {
@@ -138,7 +142,14 @@ func (c *Console) phoneReset(w http.ResponseWriter, r *http.Request, a *action) 
 	if _, err := c.d.Support.ResetLimits(r.Context(), ph.E164, ""); err != nil {
 		return err
 	}
-	http.Redirect(w, r, phoneURL(ph.E164, "reset"), http.StatusSeeOther)
+	done := "reset"
+	if r.PostFormValue("pumping") == "true" && c.d.Pumping != nil {
+		if err := c.liftCovering(r.Context(), ph, a); err != nil {
+			return err
+		}
+		done = "resetheld"
+	}
+	http.Redirect(w, r, phoneURL(ph.E164, done), http.StatusSeeOther)
 	return nil
 }
 

@@ -237,3 +237,32 @@ func TestPumpingRestrictedAbroad(t *testing.T) {
 		}
 	}
 }
+
+// TestResetLimitsLiftsThePumpingHolds: a number refused by a held range has
+// room in every window; its page lists the hold beside "Reset limits" with
+// a box, ticked by default, that lifts it too (audited), after which the
+// number is texted.
+func TestResetLimitsLiftsThePumpingHolds(t *testing.T) {
+	r := pumpingRig(t)
+	for i, p := range []string{"+233241234601", "+233241234602", "+233241234603"} {
+		sendFrom(t, r, p, "198.51.100."+string(rune('1'+i)))
+	}
+	b := r.browser(t)
+	b.signIn(token)
+	ph := b.get("/console/phone?phone=" + url.QueryEscape("+233241234603"))
+	if !strings.Contains(ph.body, `name="pumping" value="true" checked`) || !strings.Contains(ph.body, "range_100 <code>+2332412346xx</code>") {
+		t.Fatalf("the phone page offers no lift of its range's hold:\n%.4000s", ph.body)
+	}
+	plain := b.post("/console/phone/reset", url.Values{"csrf": {csrf(t, ph)}, "phone": {"+233241234603"}})
+	if !strings.Contains(plain.body, "Limits reset: every window") || !strings.Contains(plain.body, `name="pumping" value="true"`) {
+		t.Fatalf("a reset without the box ticked:\n%.4000s", plain.body)
+	}
+	done := b.post("/console/phone/reset", url.Values{"csrf": {csrf(t, ph)}, "phone": {"+233241234603"}, "pumping": {"true"}})
+	if !strings.Contains(done.body, "pumping holds lifted") || strings.Contains(done.body, `name="pumping"`) {
+		t.Fatalf("after the reset with the box ticked:\n%.4000s", done.body)
+	}
+	if st := sendFrom(t, r, "+233241234603", "198.51.100.9"); st != http.StatusAccepted {
+		t.Fatalf("after the lift the number answered %d", st)
+	}
+	requireAdminRows(t, r.pool, "console.limits.delete:pumping.lift:range_100:+2332412346xx ok")
+}

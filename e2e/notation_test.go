@@ -16,7 +16,7 @@ func TestZeroZeroPrefix(t *testing.T) {
 	}
 	r := post(t, p.URL+"/v1/otp/send", `{"phone": "00 44 20 7946 095"}`, nil)
 	msg, _ := r.ErrorField("message").(string)
-	if r.Status != 400 || r.ErrorCode() != "invalid_phone" || !strings.Contains(msg, `"+44 20 7946 0958"`) || !strings.Contains(msg, `"region"`) {
+	if r.Status != 400 || r.ErrorCode() != "invalid_phone" || !strings.Contains(msg, `"+44 7400 123456"`) || !strings.Contains(msg, `"region"`) {
 		t.Fatalf("invalid: %d %s", r.Status, r.Raw)
 	}
 }

@@ -112,13 +112,28 @@ func writeConfig(t *testing.T, e env, config string) string {
 	}
 	full := fmt.Sprintf("[redis]\nkey_prefix = %q\n%s\n\n%s", e.keyPrefix, redisTOML, config)
 	if !strings.Contains(config, "[sender]") {
-		// The fake provider runs outside -dev only when named.
-		full = "[sender]\nprovider = \"fake\"\n\n" + full
+		// The fake provider runs outside -dev only when named, and with no
+		// [pumping] mode named it puts the rules in shadow mode: these
+		// tests name enforce unless they name a mode of their own.
+		full = "[sender]\nprovider = \"fake\"\n\n" + enforcePumping(full)
 	}
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// enforcePumping is config with [pumping] mode = "enforce" unless it names
+// a mode.
+func enforcePumping(config string) string {
+	head, rest, ok := strings.Cut(config, "[pumping]\n")
+	if !ok {
+		return config + "\n[pumping]\nmode = \"enforce\"\n"
+	}
+	if section, _, _ := strings.Cut(rest, "\n["); strings.Contains(section, "mode =") || strings.HasPrefix(rest, "mode =") {
+		return config
+	}
+	return head + "[pumping]\nmode = \"enforce\"\n" + rest
 }
 
 // startFile runs smsgw with the config file at path, in dir (a new

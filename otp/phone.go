@@ -77,13 +77,17 @@ func parseValid(raw, region string) (Phone, error) {
 		region: phonenumbers.GetRegionCodeForNumber(num)}, nil
 }
 
+// hintNumber is the number the hint shows: a mobile (a landline would be
+// refused by the default phone.allowed_types right after).
+const hintNumber = "+44 7400 123456"
+
 // notationHint tells the writer of a number without "+" how it was read
 // and how to write it: a number in international notation needs no region.
 func notationHint(raw, region string) string {
 	if strings.HasPrefix(strings.TrimLeftFunc(raw, unicode.IsSpace), "+") || region == "" {
 		return ""
 	}
-	return fmt.Sprintf(" in region %s; write it with its country code (\"+44 20 7946 0958\") or send its \"region\"", region)
+	return fmt.Sprintf(" in region %s; write it with its country code (%q) or send its \"region\"", region, hintNumber)
 }
 
 // zeroZeroPrefixed returns the digits after a leading "00" ("00 44 20 …",

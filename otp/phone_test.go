@@ -153,7 +153,7 @@ func TestInvalidPhoneSaysHowToWriteIt(t *testing.T) {
 			if !errors.As(err, &e) || e.Code != EInvalidPhone {
 				t.Fatalf("%v", err)
 			}
-			got := strings.Contains(e.Message, `"+44 20 7946 0958"`) && strings.Contains(e.Message, `"region"`) &&
+			got := strings.Contains(e.Message, `"+44 7400 123456"`) && strings.Contains(e.Message, `"region"`) &&
 				strings.Contains(e.Message, "region "+tt.region)
 			if got != tt.hint {
 				t.Fatalf("message %q: hint %v, want %v", e.Message, got, tt.hint)
@@ -188,5 +188,14 @@ func TestPhoneDependent(t *testing.T) {
 	}
 	if (Phone{}).Dependent() {
 		t.Error("the zero Phone is dependent")
+	}
+}
+
+// The invalid_phone hint's example is a valid mobile, which the default
+// policy (mobile numbers) lets through.
+func TestHintNumberIsAMobile(t *testing.T) {
+	p, err := ParsePhone(hintNumber, "")
+	if err != nil || p.Type != "mobile" {
+		t.Fatalf("%s: type %q, err %v; want a valid mobile", hintNumber, p.Type, err)
 	}
 }

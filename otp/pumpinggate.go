@@ -101,9 +101,10 @@ func (g *pumpingGate) reason() string {
 // like a full window, naming the rule.
 func pumpingRefused(r PumpingRefusal) *Error {
 	secs := int64((r.RetryAfter + time.Second - 1) / time.Second)
-	msg := fmt.Sprintf("texts to this %s are held back for suspected SMS pumping (%s); retry in %d s", pumpingNoun(r.Scope), r.Rule, secs)
+	msg := fmt.Sprintf("texts to this %s are held back for suspected SMS pumping (%s); retry in %s (%d s)%s",
+		pumpingNoun(r.Scope), r.Rule, waitInWords(secs), secs, liftHint(r.Scope, r.Rule))
 	if r.Scope == "spend" {
-		msg = fmt.Sprintf("texts are held back: the spend ceiling (%s) is reached; retry in %d s", r.Rule, secs)
+		msg = fmt.Sprintf("texts are held back: the spend ceiling (%s) is reached; retry in %s (%d s)", r.Rule, waitInWords(secs), secs)
 	}
 	return &Error{
 		Code:    ERateLimited,

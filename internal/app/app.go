@@ -126,6 +126,8 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		if cfg, err = devConfig(cfg); err != nil {
 			return nil, err
 		}
+	} else if cfg = fakeShadow(cfg); cfg.shadowedForFake {
+		log.Info(fakeShadowNote)
 	}
 	a := &App{cfg: cfg, log: log}
 	defer func() {

@@ -131,6 +131,8 @@ type Config struct {
 
 	// From the environment only (SMSGW_REDIS_SENTINEL_PASSWORD).
 	redisSentinelPassword string
+	// shadowedForFake: fakeShadow put the pumping rules in shadow mode.
+	shadowedForFake bool
 
 	// Parsed forms, filled by validate.
 	trustedProxies []netip.Prefix

@@ -68,3 +68,32 @@ func TestDevConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestFakeProviderShadowsPumping: outside -dev, the fake provider alone with
+// no [pumping] mode named runs the rules in shadow mode (its texts cost
+// nothing); a mode named, or a real provider, keeps the configured mode.
+func TestFakeProviderShadowsPumping(t *testing.T) {
+	for _, tt := range []struct {
+		name, file, mode string
+		shadowed         bool
+	}{
+		{"fake, no mode", "[sender]\nprovider = \"fake\"\n", "shadow", true},
+		{"fake in a list, no mode", "[sender]\nproviders = [\"fake\"]\n", "shadow", true},
+		{"fake, enforce named", "[sender]\nprovider = \"fake\"\n[pumping]\nmode = \"enforce\"\n", "enforce", false},
+		{"a real provider", "[sender]\nprovider = \"http\"\n[sender.http]\nurl = \"https://sms.internal/send\"\n", "enforce", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := LoadConfig(writeConfig(t, tt.file), noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fakeShadow(cfg)
+			if got.pumping().Mode != tt.mode || got.shadowedForFake != tt.shadowed {
+				t.Fatalf("mode %q (shadowed for fake %v), want %q (%v)", got.pumping().Mode, got.shadowedForFake, tt.mode, tt.shadowed)
+			}
+			if tt.shadowed && cfg.Pumping.Mode != "" {
+				t.Fatal("fakeShadow changed the config it was given")
+			}
+		})
+	}
+}

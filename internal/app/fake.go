@@ -1,6 +1,10 @@
 package app
 
-import "errors"
+import (
+	"errors"
+
+	"smsgw/pumping"
+)
 
 // fakeWarning is logged at every start, and shown on /readyz and the
 // console, while the fake provider serves outside -dev.
@@ -16,4 +20,23 @@ func checkProviderNamed(cfg *Config) error {
 			`(or "fake", which texts nobody, for tests), or run with -dev`)
 	}
 	return nil
+}
+
+// fakeShadowNote is logged at start-up when fakeShadow chose shadow mode.
+const fakeShadowNote = "pumping: shadow mode (counted, nothing refused): the fake provider texts nobody, so a hold " +
+	"would protect no money; name [pumping] mode = \"enforce\" to see the rules refuse"
+
+// fakeShadow is cfg with the pumping rules in shadow mode when the fake
+// provider alone sends and the config names no mode, as under -dev: its
+// texts cost nothing, and enforced rules only locked out the person trying
+// the service (a neighbouring number held for a day after two sends).
+func fakeShadow(cfg *Config) *Config {
+	names := cfg.providerNames()
+	if cfg.Pumping.Mode != "" || len(names) != 1 || names[0] != "fake" {
+		return cfg
+	}
+	c := *cfg
+	c.Pumping.Mode = pumping.ModeShadow
+	c.shadowedForFake = true
+	return &c
 }

@@ -323,6 +323,8 @@ url = %q
 spool_dir = %q
 [sender]
 provider = "fake"
+[pumping]
+mode = "enforce"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
 	cfg = mergeTOML(cfg, overrides)
 	// SMSGW_BENCH_CONFIG replaces keys above, to see what one costs: e.g.
