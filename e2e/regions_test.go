@@ -42,6 +42,7 @@ range_1k = 1000
 range_10k = 1000
 range_100k = 1000
 country = 10000
+operator = 10000
 net_64 = 1000
 net_56 = 1000
 net_48 = 1000

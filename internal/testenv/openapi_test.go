@@ -31,9 +31,9 @@ func TestCheckContract(t *testing.T) {
 		body         string
 		valid        bool
 	}{
-		{"accepted send", "POST", "/v1/otp/send", 202, limits, `{"id":"req-1","phone":"+14155552671","status":"pending","expires_in":600}`, true},
-		{"send without limit headers", "POST", "/v1/otp/send", 202, ok, `{"id":"req-1","phone":"+14155552671","status":"pending","expires_in":600}`, false},
-		{"send with a malformed RateLimit", "POST", "/v1/otp/send", 202, http.Header{"X-Request-Id": {"r"}, "Content-Type": {"application/json"}, "Ratelimit": {"phone-1m r=0"}}, `{"id":"req-1","phone":"+14155552671","status":"pending","expires_in":600}`, false},
+		{"accepted send", "POST", "/v1/otp/send", 202, limits, `{"id":"req-1","verification_id":"ver-1","phone":"+14155552671","status":"pending","expires_in":600}`, true},
+		{"send without limit headers", "POST", "/v1/otp/send", 202, ok, `{"id":"req-1","verification_id":"ver-1","phone":"+14155552671","status":"pending","expires_in":600}`, false},
+		{"send with a malformed RateLimit", "POST", "/v1/otp/send", 202, http.Header{"X-Request-Id": {"r"}, "Content-Type": {"application/json"}, "Ratelimit": {"phone-1m r=0"}}, `{"id":"req-1","verification_id":"ver-1","phone":"+14155552671","status":"pending","expires_in":600}`, false},
 		{"send missing id", "POST", "/v1/otp/send", 202, limits, `{"phone":"+14155552671","status":"pending","expires_in":600}`, false},
 		{"send with an extra field", "POST", "/v1/otp/send", 202, limits, `{"id":"r","phone":"+14155552671","status":"pending","expires_in":600,"code":"123456"}`, false},
 		{"phone not E.164", "POST", "/v1/otp/send", 202, limits, `{"id":"r","phone":"4155552671","status":"pending","expires_in":600}`, false},
