@@ -55,6 +55,9 @@ type Deps struct {
 	// Failures throttles wrong admin tokens per client address, shared with
 	// the admin API.
 	Failures *otp.AuthFailures
+	// Verifications and Events are in Postgres: nil without it.
+	Verifications Verifications
+	Events        Events
 }
 
 // Console serves /console and everything under it.
@@ -111,6 +114,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/overrides", c.signedIn("override.set", c.addOverride))
 	m.HandleFunc("POST /console/overrides/delete", c.signedIn("override.delete", c.liftOverride))
 	m.HandleFunc("GET /console/audit", c.signedIn("audit.search", c.auditPage))
+	m.HandleFunc("GET /console/events", c.signedIn("events.get", c.eventsPage))
+	m.HandleFunc("POST /console/events/retry", c.signedIn("event.retry", c.retryEvent))
 }
 
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

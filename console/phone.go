@@ -36,6 +36,10 @@ type phoneData struct {
 	CanOverride    bool
 	ExpiryChoices  []expiryChoice
 	AuditAvailable bool
+	// Verifications are the number's newest (Postgres).
+	Verifications    []otp.Verification
+	VerificationsOn  bool
+	VerificationsErr string
 }
 
 type expiryChoice struct{ Value, Label string }
@@ -57,6 +61,8 @@ var notices = map[string]string{
 	"nocode":    "There was no pending code to cancel.",
 	"override":  "Override saved.",
 	"lifted":    "Lifted.",
+	"retried":   "The delivery is back in the queue.",
+	"notfailed": "That delivery is not failed any more.",
 }
 
 // phonePage looks a number up in any notation.
@@ -105,6 +111,7 @@ func (c *Console) lookUpPhone(r *http.Request, a *action, d *phoneData) error {
 		}
 		d.Trail = trail
 	}
+	c.verificationsOf(ctx, ph.E164, d)
 	if c.d.Pumping != nil {
 		d.Holds, _ = c.holdsCovering(ctx, ph) // unavailable: the page shows none
 		all, err := c.d.Pumping.ListOverrides(ctx)

@@ -201,6 +201,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	var deliveries otp.DeliveryLog
 	var auditSearch console.Audit
 	var verifications otp.Verifications // nil: none kept (no Postgres)
+	var pgParts consoleParts            // the console's parts in Postgres
 	if auditLog == nil {
 		pg, err := a.startPostgres(ctx, d.Metrics)
 		if err != nil {
@@ -210,6 +211,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		auditLog, auditReader, auditSearch = pg.writer, reader, reader
 		store, outbox := a.startEvents(pg.pool, d.Metrics, log)
 		verifications, a.Events = store, outbox
+		pgParts.verifications, pgParts.events = store, outbox
 		deliveries = verification.Receipts{Audit: audit.NewDeliveries(pg.pool), Store: store}
 		checks = append(checks, api.Check{Name: "postgres", Check: pg.pool.Ping},
 			// Rows can be made durable somewhere (Postgres or the spool).
@@ -267,7 +269,8 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	}
 	failures := otp.NewAuthFailures(adminFailuresMax, adminFailuresWindow, cfg.Limits.IPv6Prefix)
 	endpoints = append(endpoints, consoleEndpoints(cfg, sec.AdminToken, a.Service, consoleParts{codes: st.codes, audit: auditSearch,
-		auditLog: auditLog, pumping: st.guard, failures: failures, metrics: d.Metrics, warnings: warnings}, log)...)
+		auditLog: auditLog, pumping: st.guard, failures: failures, metrics: d.Metrics, warnings: warnings,
+		verifications: pgParts.verifications, events: pgParts.events}, log)...)
 	a.Handler = api.NewServer(log, api.Config{
 		TrustedProxies: cfg.trustedProxies,
 		DefaultRegion:  cfg.Phone.DefaultRegion,

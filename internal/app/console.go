@@ -28,6 +28,9 @@ type consoleParts struct {
 	failures *otp.AuthFailures
 	metrics  prometheus.Gatherer
 	warnings []string // shown on every page
+	// verifications and events are nil without Postgres.
+	verifications console.Verifications
+	events        console.Events
 }
 
 // consoleEndpoints mounts the operators' console at /console, only when an
@@ -46,7 +49,7 @@ func consoleEndpoints(cfg *Config, adminToken string, svc *otp.Service, p consol
 		TextPrice:     cfg.textPrice,
 		Warnings:      p.warnings,
 	}, console.Deps{Support: svc, Codes: p.codes, AuditLog: p.auditLog, Audit: p.audit, Pumping: p.pumping,
-		Metrics: p.metrics, Failures: p.failures})
+		Metrics: p.metrics, Failures: p.failures, Verifications: p.verifications, Events: p.events})
 	serve := func(w http.ResponseWriter, r *http.Request) error {
 		h.ServeHTTP(w, r)
 		return nil

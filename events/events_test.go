@@ -1,0 +1,158 @@
+package events_test
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"smsgw/events"
+	"smsgw/internal/testenv"
+)
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestSignMatchesTheStandardWebhooksLibrary: what smsgw signs, the
+// reference library verifies, and its signature is the same bytes.
+func TestSignMatchesTheStandardWebhooksLibrary(t *testing.T) {
+	key, err := events.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	body := []byte(`{"type":"verification.sent","timestamp":"2026-11-26T19:00:00Z","data":{}}`)
+	sig := events.Sign(key, "evt_1", at, body)
+	want, err := wh.Sign("evt_1", at, body)
+	if err != nil || sig != want {
+		t.Fatalf("Sign = %q, the library's %q (%v)", sig, want, err)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", "evt_1")
+	h.Set("webhook-timestamp", strconv.FormatInt(at.Unix(), 10))
+	h.Set("webhook-signature", sig)
+	if err := wh.Verify(body, h); err != nil {
+		t.Fatalf("the library refuses smsgw's signature: %v", err)
+	}
+}
+
+func TestParseSecretRefusesMalformedOnes(t *testing.T) {
+	for _, s := range []string{"", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not base64!", "whsec_" + base64.StdEncoding.EncodeToString([]byte("short"))} {
+		if _, err := events.ParseSecret(s); err == nil {
+			t.Errorf("ParseSecret(%q) accepted it", s)
+		}
+	}
+}
+
+// TestTwoReplicasDeliverEachEventOnce: two outboxes on one database (two
+// replicas) claim side by side; each event reaches the receiver once,
+// with a signature the library verifies.
+func TestTwoReplicasDeliverEachEventOnce(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	wh, _ := standardwebhooks.NewWebhook(secret)
+	key, _ := events.ParseSecret(secret)
+	var mu sync.Mutex
+	got := map[string]int{}
+	bad := 0
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if wh.Verify(body, r.Header) != nil {
+			bad++
+		}
+		got[r.Header.Get("webhook-id")]++
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(receiver.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts := events.Options{Webhooks: []events.Webhook{{URL: receiver.URL, Key: key}}, Batch: 7, Parallel: 3}
+	a, b := events.NewOutbox(pool, opts, log), events.NewOutbox(pool, opts, log)
+	const n = 100
+	var evs []events.Event
+	for i := range n {
+		evs = append(evs, events.New(events.VerificationSent, time.Now(), map[string]int{"i": i}))
+	}
+	if err := a.AddNow(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := testenv.Race(t, 2, func(i int) string {
+		x := []*events.Outbox{a, b}[i]
+		for {
+			n, err := x.DeliverDue(ctx)
+			if err != nil {
+				return err.Error()
+			}
+			if n == 0 {
+				return "done"
+			}
+		}
+	})
+	if outcomes["done"] != 2 {
+		t.Fatalf("replicas: %v", outcomes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != n || bad != 0 {
+		t.Fatalf("%d distinct events of %d, %d badly signed", len(got), n, bad)
+	}
+	for id, c := range got {
+		if c != 1 {
+			t.Fatalf("event %s delivered %d times", id, c)
+		}
+	}
+	backlog, err := a.Backlog(ctx)
+	if err != nil || backlog.Pending != 0 || backlog.Failed != 0 {
+		t.Fatalf("backlog %+v, %v", backlog, err)
+	}
+	// Delivered events are pruned after the retention, not before.
+	if pruned, err := a.Prune(ctx, time.Now()); err != nil || pruned != 0 {
+		t.Fatalf("pruned %d now, %v", pruned, err)
+	}
+	if pruned, err := a.Prune(ctx, time.Now().Add(73*time.Hour)); err != nil || pruned != n {
+		t.Fatalf("pruned %d after the retention, %v", pruned, err)
+	}
+}
+
+// TestFailedAttemptsBackOff: a receiver answering 500 leaves the event
+// pending, due again only after the backoff.
+func TestFailedAttemptsBackOff(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(receiver.Close)
+	key, _ := events.ParseSecret(secret)
+	x := events.NewOutbox(pool, events.Options{Webhooks: []events.Webhook{{URL: receiver.URL, Key: key}}, RetryBase: time.Hour},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := x.AddNow(ctx, events.New(events.VerificationApproved, time.Now(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := x.DeliverDue(ctx); n != 1 || err != nil {
+		t.Fatalf("first attempt: %d, %v", n, err)
+	}
+	if n, err := x.DeliverDue(ctx); n != 0 || err != nil {
+		t.Fatalf("an attempt within the backoff: %d, %v", n, err)
+	}
+	backlog, err := x.Backlog(ctx)
+	if err != nil || backlog.Pending != 1 || backlog.Failed != 0 {
+		t.Fatalf("backlog %+v, %v", backlog, err)
+	}
+	states := testenv.Strings(t, pool, `SELECT last_error || ' ' || attempts FROM event_outbox`)
+	if len(states) != 1 || states[0] != "receiver answered 500 1" {
+		t.Fatalf("outbox %v", states)
+	}
+}
