@@ -16,6 +16,7 @@ import (
 
 	"smsgw/events"
 	"smsgw/internal/testenv"
+	"smsgw/otp"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -154,5 +155,37 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 	states := testenv.Strings(t, pool, `SELECT last_error || ' ' || attempts FROM event_outbox`)
 	if len(states) != 1 || states[0] != "receiver answered 500 1" {
 		t.Fatalf("outbox %v", states)
+	}
+}
+
+// TestPumpingChangesToldOnce: a hold becoming held is pumping.restricted,
+// its end pumping.lifted, each once however many replicas look.
+func TestPumpingChangesToldOnce(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	key, _ := events.ParseSecret(secret)
+	opts := events.Options{Webhooks: []events.Webhook{{URL: "http://127.0.0.1:1/hook", Key: key, Types: []string{events.PumpingRestricted, events.PumpingLifted}}}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, b := events.NewOutbox(pool, opts, log), events.NewOutbox(pool, opts, log)
+	held := []otp.PumpingHold{{Rule: "range", Subject: "+3712000", Used: 12, Limit: 10}}
+	now := time.Now()
+	outcomes := testenv.Race(t, 4, func(i int) string {
+		if err := []*events.Outbox{a, b}[i%2].SyncPumping(ctx, held, now); err != nil {
+			return err.Error()
+		}
+		return "ok"
+	})
+	if outcomes["ok"] != 4 {
+		t.Fatalf("syncs: %v", outcomes)
+	}
+	if err := b.SyncPumping(ctx, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SyncPumping(ctx, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.Strings(t, pool, `SELECT type || ' ' || (payload->'data'->>'rule') || ' ' || (payload->'data'->>'subject') FROM event_outbox ORDER BY seq`)
+	if len(got) != 2 || got[0] != "pumping.restricted range +3712000" || got[1] != "pumping.lifted range +3712000" {
+		t.Fatalf("outbox %v", got)
 	}
 }

@@ -222,6 +222,11 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	if err != nil {
 		return nil, err
 	}
+	if a.Events != nil {
+		a.loops = append(a.loops, loop{"pumping events", func(ctx context.Context) error {
+			return a.Events.WatchPumping(ctx, st.guard, max(5*time.Second, cfg.Events.Poll.Duration))
+		}})
+	}
 	var verifier otp.ChallengeVerifier = otp.NoChallenge{}
 	if challengeCfg.On() {
 		verifier = challenge.New(challengeCfg, nil, d.Metrics)
