@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -442,7 +443,15 @@ func TestNetworkLookUp(t *testing.T) {
 	apiSend(t, r, "+14155552671")
 	b := r.browser(t)
 	b.signIn(token)
-	p := b.get("/console/network?ip=127.0.0.1")
+	// The send's row gets its final outcome without the client waiting
+	// (otp.AuditLog.Finish): the page shows it once it is written.
+	var p page
+	testenv.WaitUntil(t, 30*time.Second, "the send on the network page", func() error {
+		if p = b.get("/console/network?ip=127.0.0.1"); !strings.Contains(p.body, "+14155552671") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	for _, want := range []string{"Counted as <code>127.0.0.1</code>", "<code>127.0.0.0/24</code>", "<code>127.0.0.0/16</code>", "+14155552671"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("network page lacks %q", want)
@@ -459,7 +468,16 @@ func TestOverviewAndAuditSearch(t *testing.T) {
 	apiSend(t, r, "+14155552671")
 	apiSend(t, r, "+447400123456")
 	b := r.browser(t)
-	home := b.signIn(token)
+	b.signIn(token)
+	// The sends' final outcomes are written without the clients waiting
+	// (otp.AuditLog.Finish): the overview counts them once they are in.
+	var home page
+	testenv.WaitUntil(t, 30*time.Second, "both texts on the overview", func() error {
+		if home = b.get("/console"); !strings.Contains(home.body, `<dt>Texts sent</dt><dd>2</dd>`) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	for _, want := range []string{"Last hour", "Last day", `<dt>Texts sent</dt><dd>2</dd>`, "<td>GB</td>", "<svg class=\"chart\"", "<dd>0.10</dd>", "Audit spool"} {
 		if !strings.Contains(home.body, want) {
 			t.Errorf("overview lacks %q", want)
