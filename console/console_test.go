@@ -395,7 +395,15 @@ func TestPhoneLookUpAndReset(t *testing.T) {
 	b := r.browser(t)
 	b.signIn(token)
 
-	p := b.get("/console/phone?phone=" + url.QueryEscape("+1 415-555-2671"))
+	// The send's final outcome is written without the client waiting
+	// (otp.AuditLog.Finish): the page shows "sent" once it is in.
+	var p page
+	testenv.WaitUntil(t, 30*time.Second, "the send's final row on the phone page", func() error {
+		if p = b.get("/console/phone?phone=" + url.QueryEscape("+1 415-555-2671")); !strings.Contains(p.body, `<span class="badge o-sent">sent</span>`) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	for _, want := range []string{"+14155552671", "fixed_line_or_mobile", "<dd>US</dd>", "4 attempts left"[0:0] + "5 attempts left", `<span class="badge o-sent">sent</span>`, `>Reset limits</button>`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("phone page lacks %q", want)
