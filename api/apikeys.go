@@ -24,12 +24,16 @@ type APIKey struct {
 	// browser's own address and a copied key buys no one else's budget.
 	Publishable bool
 	Origins     []string
+	// Text is the key's locale, app name, WebOTP domain and app hash for
+	// its sends (Text.Locale is unused: that is the request's).
+	Text otp.TextOptions
 }
 
 const (
 	ctxAPIKey      = "smsgw.api_key"
 	ctxForwards    = "smsgw.forwards_client_ip"
 	ctxPublishable = "smsgw.publishable_key"
+	ctxText        = "smsgw.key_text"
 )
 
 // publishableKey tells whether the request came with a publishable key.
@@ -42,6 +46,12 @@ func publishableKey(c echo.Context) bool {
 func apiKeyName(c echo.Context) string {
 	n, _ := c.Get(ctxAPIKey).(string)
 	return n
+}
+
+// keyText is the text settings of the key the request came with.
+func keyText(c echo.Context) otp.TextOptions {
+	t, _ := c.Get(ctxText).(otp.TextOptions)
+	return t
 }
 
 // requireAPIKey guards send and verify when keys are configured: the bearer
@@ -80,6 +90,7 @@ func (s *Server) requireAPIKey(kind string) echo.MiddlewareFunc {
 			c.Set(ctxAPIKey, k.Name)
 			c.Set(ctxForwards, k.ForwardClientIP)
 			c.Set(ctxPublishable, k.Publishable)
+			c.Set(ctxText, k.Text)
 			return next(c)
 		}
 	}

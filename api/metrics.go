@@ -10,6 +10,7 @@ type httpMetrics struct {
 	// unrecorded counts accepted sends and code-changing verifies whose
 	// verification record (and events) could not be written.
 	unrecorded *prometheus.CounterVec
+	segments   *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -31,6 +32,9 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m.unrecorded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "smsgw_verifications_unrecorded_total", Help: "Sends and verifies whose verification record and events could not be written (Postgres away).",
 	}, []string{"kind"})
-	reg.MustRegister(m.requests, m.duration, m.outcomes, m.unaudited, m.unrecorded)
+	m.segments = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "smsgw_sms_segments_total", Help: "SMS segments of the code texts handed to a provider, by the number's country (what carriers bill).",
+	}, []string{"country"})
+	reg.MustRegister(m.requests, m.duration, m.outcomes, m.unaudited, m.unrecorded, m.segments)
 	return m
 }

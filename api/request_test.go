@@ -15,6 +15,7 @@ func FuzzDecodeSend(f *testing.F) {
 	for _, s := range []string{
 		`{"phone": "+14155552671"}`, `{"phone": 1}`, `[]`, `null`, `{"phone": "x", "region": "US", "locale": "en"}`,
 		`{"phone": "\u0000"}`, `{"phone": "+1"}{}`, `{"PHONE": "+1"}`, `{"phone": "+1", "phone": "+2"}`, "\xff", `{"a":{"b":{"c":[[[[]]]]}}}`,
+		`{"phone": "+1", "app_hash": "FA+9qCX9VSu"}`, `{"phone": "+1", "app_hash": "FA+9qCX9VS="}`, `{"phone": "+1", "app_hash": 11}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -29,6 +30,8 @@ func FuzzDecodeSend(f *testing.F) {
 		}
 		if err := req.validate(); err != nil && otp.ErrorCode(err) != otp.EInvalidRequest {
 			t.Fatalf("validate code %s", otp.ErrorCode(err))
+		} else if err == nil && req.AppHash != "" && !otp.ValidAppHash(req.AppHash) {
+			t.Fatalf("app_hash %q passed validation", req.AppHash)
 		}
 		b, err := json.Marshal(req)
 		if err != nil {

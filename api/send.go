@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -19,6 +20,8 @@ type sendRequest struct {
 	ClientIP string `json:"client_ip"`
 	// LimitKeys are the backend's own subjects (account, session, device).
 	LimitKeys map[string]string `json:"limit_keys"`
+	// AppHash is the Android app's SMS Retriever hash (otp.ValidAppHash).
+	AppHash string `json:"app_hash"`
 }
 
 type sendResponse struct {
@@ -39,6 +42,9 @@ func (r sendRequest) validate() error {
 	}
 	if len(r.Locale) > 35 {
 		return otp.Errorf(otp.EInvalidRequest, "locale must be a BCP 47 language tag such as \"es-MX\"")
+	}
+	if r.AppHash != "" && !otp.ValidAppHash(r.AppHash) {
+		return otp.Errorf(otp.EInvalidRequest, "app_hash must be the 11 characters (A-Z a-z 0-9 + /) of an Android app's SMS Retriever hash")
 	}
 	if len(r.ChallengeToken) > 4096 {
 		return otp.Errorf(otp.EInvalidRequest, "challenge_token is longer than 4096 bytes")
@@ -72,15 +78,21 @@ func (s *Server) handleSend(c echo.Context) error {
 		return err
 	}
 
+	text := keyText(c)
+	text.AppHash = cmp.Or(req.AppHash, text.AppHash)
 	res, err := s.Service.Send(ctx, otp.SendRequest{
 		Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
 		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Row: ev,
 		LimitKeys: req.LimitKeys,
+		Text:      text,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)
 	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
 	setOutcome(&ev, err, otp.OutcomeSent)
+	if err == nil && res.Segments > 0 {
+		s.m.segments.WithLabelValues(res.Phone.Country()).Add(float64(res.Segments))
+	}
 	if res.Sending {
 		// The flow made the row durable as sending, or the log keeps it
 		// as sending until it can be: its final outcome follows on the

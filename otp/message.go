@@ -1,12 +1,12 @@
 package otp
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"text/template"
 	"time"
-	"unicode/utf16"
 )
 
 // MessageConfig is the configured text of a code message.
@@ -20,6 +20,18 @@ type MessageConfig struct {
 	// WebOTPDomain, when set, ends every text with "@<domain> #<code>" so
 	// browsers (WebOTP) and iOS/Android autofill the code.
 	WebOTPDomain string
+}
+
+// TextOptions are what a request and its API key ask of one text; empty
+// fields take the configured defaults.
+type TextOptions struct {
+	Locale    string // the request's
+	KeyLocale string // the API key's, when the request names none
+	App       string // .App; "" is otp.app_name
+	// WebOTPDomain ("" is otp.webotp_domain) and AppHash (Android's SMS
+	// Retriever hash, see ValidAppHash) mark the text for autofill.
+	WebOTPDomain string
+	AppHash      string
 }
 
 // Messages renders code texts, chosen by locale.
@@ -47,7 +59,7 @@ func NewMessages(cfg MessageConfig, codeLength int) (*Messages, error) {
 		ttlMin:   int((cfg.TTL + time.Minute - 1) / time.Minute),
 		domain:   cfg.WebOTPDomain,
 	}
-	if !validDomain(cfg.WebOTPDomain) {
+	if !ValidDomain(cfg.WebOTPDomain) {
 		return nil, fmt.Errorf("otp.webotp_domain: %q is not a host name like \"example.com\"", cfg.WebOTPDomain)
 	}
 	sample := strings.Repeat("0", codeLength)
@@ -56,12 +68,14 @@ func NewMessages(cfg MessageConfig, codeLength int) (*Messages, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
-		var b strings.Builder
-		if err := t.Execute(&b, messageData{Code: sample, App: cfg.App, TTLMinutes: m.ttlMin}); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if !strings.Contains(b.String(), sample) {
-			return nil, fmt.Errorf("%s: the text must contain {{.Code}}", key)
+		for _, app := range []string{cfg.App, "", "Acme"} {
+			var b strings.Builder
+			if err := t.Execute(&b, messageData{Code: sample, App: app, TTLMinutes: m.ttlMin}); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			if !strings.Contains(b.String(), sample) {
+				return nil, fmt.Errorf("%s: the text must contain {{.Code}}", key)
+			}
 		}
 		return t, nil
 	}
@@ -81,61 +95,117 @@ func NewMessages(cfg MessageConfig, codeLength int) (*Messages, error) {
 	return m, nil
 }
 
-// Render returns the text for code in locale: the exact locale's template,
-// else its base language's ("es" for "es-MX"), else the default.
-func (m *Messages) Render(locale, code string) (string, error) {
-	t := m.template(locale)
+// Render returns the text for code to a number of country (ISO 3166-1, may
+// be empty). Its template is the first that exists of: the request's
+// locale, the key's locale, the country's language (CountryLanguage), and
+// otp.message; an unknown locale falls through, never fails.
+//
+// With a WebOTP domain the last line is "@<domain> #<code>", as WebOTP and
+// iOS/Android autofill require of the last line. With an app hash the hash
+// follows the text on a line of its own: Google's SMS Retriever needs only
+// that the text hold it (within 140 bytes, one segment), so it goes before
+// the WebOTP line when there is one, and ends the text when there is none.
+func (m *Messages) Render(o TextOptions, country, code string) (string, error) {
+	t := m.choose(o, country)
+	app := cmp.Or(o.App, m.app)
 	var b strings.Builder
-	if err := t.Execute(&b, messageData{Code: code, App: m.app, TTLMinutes: m.ttlMin}); err != nil {
+	if err := t.Execute(&b, messageData{Code: code, App: app, TTLMinutes: m.ttlMin}); err != nil {
 		return "", err
 	}
-	if m.domain != "" {
-		b.WriteString("\n\n@" + m.domain + " #" + code)
+	if o.AppHash != "" {
+		b.WriteString("\n\n" + o.AppHash)
+	}
+	if domain := cmp.Or(o.WebOTPDomain, m.domain); domain != "" {
+		if o.AppHash == "" {
+			b.WriteString("\n")
+		}
+		b.WriteString("\n@" + domain + " #" + code)
 	}
 	return b.String(), nil
 }
 
-func (m *Messages) template(locale string) *template.Template {
-	norm := normalizeLocale(locale)
-	if norm == "" {
-		return m.base
-	}
-	if t, ok := m.byLocale[norm]; ok {
-		return t
-	}
-	if i := strings.IndexByte(norm, '-'); i > 0 {
-		if t, ok := m.byLocale[norm[:i]]; ok {
+func (m *Messages) choose(o TextOptions, country string) *template.Template {
+	for _, locale := range []string{o.Locale, o.KeyLocale, CountryLanguage(country)} {
+		if t := m.template(locale); t != nil {
 			return t
+		}
+		// otp.message is English unless an operator says otherwise: a
+		// request for English with no "en" text gets it, not the country's.
+		if norm := normalizeLocale(locale); norm == "en" || strings.HasPrefix(norm, "en-") {
+			return m.base
 		}
 	}
 	return m.base
 }
 
-// Sizes renders every template with a sample code and measures it, default
-// first, then locales in order, for start-up logs and the README.
-func (m *Messages) Sizes(codeLength int) []TextSize {
-	sample := strings.Repeat("0", codeLength)
-	out := []TextSize{}
-	add := func(locale string) {
-		text, err := m.Render(locale, sample)
-		if err != nil {
-			return
+// template is locale's template: the exact tag's, else that of the tag
+// with its last subtags dropped one by one ("zh-hant-tw", "zh-hant", "zh"),
+// each also under its usual alias ("zh-hant" is "zh-tw", "tl" "fil"); nil
+// when none is configured.
+func (m *Messages) template(locale string) *template.Template {
+	norm := normalizeLocale(locale)
+	for norm != "" {
+		if t, ok := m.byLocale[norm]; ok {
+			return t
 		}
-		s := MeasureSMS(text)
-		s.Locale = locale
-		out = append(out, s)
+		if t, ok := m.byLocale[localeAliases[norm]]; ok {
+			return t
+		}
+		i := strings.LastIndexByte(norm, '-')
+		if i < 0 {
+			break
+		}
+		norm = norm[:i]
 	}
-	add("")
+	return nil
+}
+
+// Locales are the configured locales, sorted.
+func (m *Messages) Locales() []string {
 	locales := make([]string, 0, len(m.byLocale))
 	for l := range m.byLocale {
 		locales = append(locales, l)
 	}
 	sort.Strings(locales)
-	for _, l := range locales {
-		add(l)
+	return locales
+}
+
+// Sizes renders every template with a sample code and o's app name, WebOTP
+// domain and app hash, and measures it: default first, then locales in
+// order, for start-up warnings and the docs.
+func (m *Messages) Sizes(codeLength int, o TextOptions) []TextSize {
+	sample := strings.Repeat("0", codeLength)
+	out := []TextSize{}
+	for _, l := range append([]string{""}, m.Locales()...) {
+		o.Locale, o.KeyLocale = l, ""
+		text, err := m.Render(o, "", sample)
+		if err != nil {
+			continue
+		}
+		s := MeasureSMS(text)
+		s.Locale = l
+		out = append(out, s)
 	}
 	return out
 }
+
+// ValidAppHash tells whether s is an Android app's SMS Retriever hash: 11
+// characters of base64 (A-Z a-z 0-9 + /), as Google's recipe makes it.
+func ValidAppHash(s string) bool {
+	if len(s) != 11 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidLocale tells whether s is shaped like a BCP 47 tag ("es", "pt-BR",
+// "pt_BR"); whether a template exists for it is another matter.
+func ValidLocale(s string) bool { return normalizeLocale(s) != "" }
 
 // normalizeLocale lower-cases a BCP 47 tag and accepts "_" for "-"
 // ("pt_BR" → "pt-br"); it returns "" for anything that is not tag-shaped.
@@ -159,7 +229,8 @@ func normalizeLocale(s string) string {
 	return string(b)
 }
 
-func validDomain(s string) bool {
+// ValidDomain tells whether s is empty or a host name for a WebOTP line.
+func ValidDomain(s string) bool {
 	if s == "" {
 		return true
 	}
@@ -172,47 +243,4 @@ func validDomain(s string) bool {
 		}
 	}
 	return true
-}
-
-// TextSize is how an SMS text travels: its encoding, length in that
-// encoding's units and the number of segments a carrier bills.
-type TextSize struct {
-	Locale   string
-	Encoding string // "GSM-7" or "UCS-2"
-	Units    int    // septets (GSM-7, escapes count 2) or UTF-16 code units
-	Segments int
-}
-
-// gsm7 is the GSM 03.38 default alphabet; gsm7ext the characters that take an
-// escape (two septets).
-const (
-	gsm7    = "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
-	gsm7ext = "^{}\\[~]|€\f"
-)
-
-// MeasureSMS says how a text is encoded and into how many segments it splits:
-// 160 septets fit one GSM-7 segment (153 each when concatenated); one
-// character outside the GSM alphabet makes the whole text UCS-2, 70 units in
-// one segment (67 each when concatenated).
-func MeasureSMS(text string) TextSize {
-	septets := 0
-	for _, r := range text {
-		switch {
-		case strings.ContainsRune(gsm7, r):
-			septets++
-		case strings.ContainsRune(gsm7ext, r):
-			septets += 2
-		default:
-			units := len(utf16.Encode([]rune(text)))
-			return TextSize{Encoding: "UCS-2", Units: units, Segments: segments(units, 70, 67)}
-		}
-	}
-	return TextSize{Encoding: "GSM-7", Units: septets, Segments: segments(septets, 160, 153)}
-}
-
-func segments(n, single, multi int) int {
-	if n <= single {
-		return 1
-	}
-	return (n + multi - 1) / multi
 }

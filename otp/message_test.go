@@ -33,7 +33,7 @@ func TestRenderChoosesTheLocale(t *testing.T) {
 		{"x-<script>", "Your Acme code is 123456. It expires in 2 minutes."},
 	} {
 		t.Run(tt.locale, func(t *testing.T) {
-			got, err := m.Render(tt.locale, "123456")
+			got, err := m.Render(TextOptions{Locale: tt.locale}, "", "123456")
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q %v, want %q", got, err, tt.want)
 			}
@@ -42,7 +42,7 @@ func TestRenderChoosesTheLocale(t *testing.T) {
 }
 
 func TestRenderAddsTheWebOTPLine(t *testing.T) {
-	got, err := testMessages(t, "login.example.com").Render("es", "042042")
+	got, err := testMessages(t, "login.example.com").Render(TextOptions{Locale: "es"}, "", "042042")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,15 @@ func TestMeasureSMS(t *testing.T) {
 		{"one accent outside GSM", "Tu código es 123456", "UCS-2", 19, 1},
 		{"71 UCS-2 take two", "ó" + strings.Repeat("a", 70), "UCS-2", 71, 2},
 		{"emoji is two units", "🔑 123456", "UCS-2", 9, 1},
+		{"escapes count two toward 160", strings.Repeat("a", 158) + "€", "GSM-7", 160, 1},
+		{"an escape past 160 takes two", strings.Repeat("a", 159) + "€", "GSM-7", 161, 2},
+		{"306 GSM-7 take two of 153", strings.Repeat("a", 306), "GSM-7", 306, 2},
+		{"307 GSM-7 take three", strings.Repeat("a", 307), "GSM-7", 307, 3},
+		{"134 UCS-2 take two of 67", "ó" + strings.Repeat("a", 133), "UCS-2", 134, 2},
+		{"135 UCS-2 take three", "ó" + strings.Repeat("a", 134), "UCS-2", 135, 3},
+		{"70 units with an emoji", "🔑" + strings.Repeat("a", 68), "UCS-2", 70, 1},
+		{"71 units with an emoji", "🔑" + strings.Repeat("a", 69), "UCS-2", 71, 2},
+		{"Cyrillic", "Ваш код: 123456", "UCS-2", 15, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := MeasureSMS(tt.text)

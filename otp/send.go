@@ -18,6 +18,9 @@ type SendRequest struct {
 	Region    string
 	Locale    string
 	ClientIP  netip.Addr
+	// Text is the API key's text settings and the request's app hash
+	// (Locale above is the request's own).
+	Text TextOptions
 	// IdempotencyKey, when set, makes a retry with the same key for the same
 	// phone, within the code's lifetime, get the first answer again: no
 	// second text, no second limit hit.
@@ -59,6 +62,8 @@ type SendResult struct {
 	Reason string
 	// RequestID is the answered request's: the first one's on a replay.
 	RequestID string
+	// Segments is how many SMS segments the text takes (0: none was made).
+	Segments int
 	// Replayed is true when this is the stored answer to an earlier request
 	// with the same Idempotency-Key.
 	Replayed bool
@@ -130,11 +135,14 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	if !issued.isNew {
 		res.Reason = joinReasons("resend", res.Reason)
 	}
-	body, err := s.Messages.Render(req.Locale, code)
+	text := req.Text
+	text.Locale = req.Locale
+	body, err := s.Messages.Render(text, phone.Country(), code)
 	if err != nil {
 		giveBack()
 		return res, fmt.Errorf("render message: %w", err)
 	}
+	res.Segments = MeasureSMS(body).Segments
 	if err := s.beforeText(sendCtx, req, phone, &res, issued, subjects); err != nil {
 		gate.release(sendCtx)
 		return res, err

@@ -28,6 +28,9 @@ func apiKeys(in []APIKey) ([]api.APIKey, error) {
 		if err := publishableOrigins(i, k, &key); err != nil {
 			return nil, err
 		}
+		if key.Text, err = keyText(i, k); err != nil {
+			return nil, err
+		}
 		out = append(out, key)
 	}
 	return out, nil

@@ -171,12 +171,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 	if d.Providers != nil {
 		prov = providers{named: d.Providers}
 	}
-	for _, size := range cfg.messages.Sizes(cfg.OTP.Length) {
-		if size.Segments > 1 {
-			log.Warn("code text takes more than one SMS segment", "locale", size.Locale,
-				"encoding", size.Encoding, "length", size.Units, "segments", size.Segments)
-		}
-	}
+	warnLongTexts(cfg, log)
 
 	if d.Dev {
 		if d.Redis, err = a.startDev(d.Stderr); err != nil {

@@ -167,6 +167,12 @@ type APIKey struct {
 	// Publishable marks a browser's key: accepted only from Origins.
 	Publishable bool     `toml:"publishable"`
 	Origins     []string `toml:"origins"`
+	// The key's texts (see keyText): its locale, app name (.App), WebOTP
+	// domain and Android SMS Retriever hash, over otp's.
+	Locale       string `toml:"locale"`
+	AppName      string `toml:"app_name"`
+	WebOTPDomain string `toml:"webotp_domain"`
+	AppHash      string `toml:"app_hash"`
 }
 
 // KeyLimit is one [[limits.key]] entry: a window of a caller-defined key.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"maps"
 	"os"
 	"path/filepath"
@@ -72,31 +73,29 @@ func TestDefaultsAreTheSpec(t *testing.T) {
 	}
 }
 
-// TestDefaultTextsFitOneSegment keeps every shipped text in one GSM-7 SMS
-// segment, and prints their sizes for the README (go test -v -run Texts).
+// TestDefaultTextsFitOneSegment keeps every shipped text in one SMS segment
+// in the worst case the docs promise (a 6-digit code, a 12-character app
+// name and a WebOTP line), and prints their sizes for docs/autofill.md
+// (go test -v -run Texts ./internal/app).
 func TestDefaultTextsFitOneSegment(t *testing.T) {
 	cfg, err := LoadConfig("", noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.OTP.WebOTPDomain = "example.com"
-	withDomain, err := otp.NewMessages(cfg.messageConfig(), cfg.OTP.Length)
-	if err != nil {
-		t.Fatal(err)
+	if cfg.OTP.Length != 6 {
+		t.Fatalf("otp.length = %d: the worst case below assumes 6", cfg.OTP.Length)
 	}
-	plain := cfg.messages.Sizes(cfg.OTP.Length)
-	webotp := withDomain.Sizes(cfg.OTP.Length)
-	if len(plain) < 5 {
-		t.Fatalf("sizes %v", plain)
+	worst := otp.TextOptions{App: "Acme Rockets", WebOTPDomain: "example.com"}
+	sizes := cfg.messages.Sizes(cfg.OTP.Length, worst)
+	plain := cfg.messages.Sizes(cfg.OTP.Length, otp.TextOptions{})
+	if len(sizes) < 21 || len(sizes) != len(plain) {
+		t.Fatalf("%d texts (want the default and 20 languages or more): %v", len(sizes), sizes)
 	}
-	for i, s := range plain {
-		locale := s.Locale
-		if locale == "" {
-			locale = "default"
-		}
-		t.Logf("| %s | %s | %d | %d (with @example.com line: %d) |", locale, s.Encoding, s.Units, s.Segments, webotp[i].Units)
-		if s.Encoding != "GSM-7" || s.Segments != 1 || webotp[i].Segments != 1 {
-			t.Errorf("%s: %+v / %+v: want one GSM-7 segment", locale, s, webotp[i])
+	for i, s := range sizes {
+		locale := cmp.Or(s.Locale, "default")
+		t.Logf("| %s | %s | %d | %d |", locale, s.Encoding, plain[i].Units, s.Units)
+		if s.Segments != 1 {
+			t.Errorf("%s: %+v: want one segment with an app name and a WebOTP line", locale, s)
 		}
 	}
 }
