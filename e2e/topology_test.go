@@ -279,15 +279,29 @@ func failoverRace(t *testing.T, acked int) (over int, switchTime time.Duration) 
 	// (empty, as after a crash without persistence) and Sentinel makes it the
 	// new primary's replica: with min_replicas_acked = 1 nothing is admitted
 	// before that.
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
-	defer sc.Close()
+	// The empty old primary comes back only once every sentinel names the
+	// replica: one that still names the old primary could hand it back the
+	// primary's role, and the replica would then copy its empty data set.
+	var scs []*redis.SentinelClient
+	for _, n := range s.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: n.Addr})
+		defer sc.Close()
+		scs = append(scs, sc)
+	}
+	promoted := func() bool {
+		for _, sc := range scs {
+			addr, err := sc.GetMasterAddrByName(context.Background(), s.Master).Result()
+			if err != nil || addr[1] != strconv.Itoa(s.Replica.Port) {
+				return false
+			}
+		}
+		return true
+	}
 	restarted := false
 	testenv.WaitFor(t, 60*time.Second, "a send admitted after killing the primary", func() bool {
-		if !restarted {
-			if addr, err := sc.GetMasterAddrByName(context.Background(), s.Master).Result(); err == nil && addr[1] == strconv.Itoa(s.Replica.Port) {
-				s.Primary.Restart()
-				restarted = true
-			}
+		if !restarted && promoted() {
+			s.Primary.Restart()
+			restarted = true
 		}
 		mu.Lock()
 		done := !after202.IsZero() && time.Since(after202) > 2*time.Second
