@@ -28,13 +28,7 @@ func (s *Server) phoneHolds(c echo.Context, e164 string, lift bool) ([]pumpingHo
 		if err != nil {
 			return nil, pumpingUnavailable(err)
 		}
-		var out []otp.PumpingHold
-		for _, h := range held {
-			if h.Covers(phone) {
-				out = append(out, h)
-			}
-		}
-		return out, nil
+		return otp.HoldsCovering(held, phone), nil
 	}
 	held, err := covering(ctx)
 	if err != nil || !lift || len(held) == 0 {

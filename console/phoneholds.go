@@ -8,19 +8,13 @@ import (
 )
 
 // holdsCovering lists the pumping holds that refuse the number whatever its
-// windows say: a held range of it, or its country.
+// windows say: a held range of it, its operator or its country.
 func (c *Console) holdsCovering(ctx context.Context, ph otp.Phone) ([]otp.PumpingHold, error) {
 	held, _, err := c.d.Pumping.Holds(ctx)
 	if err != nil {
 		return nil, pumpingError(err)
 	}
-	var out []otp.PumpingHold
-	for _, h := range held {
-		if h.Covers(ph) {
-			out = append(out, h)
-		}
-	}
-	return out, nil
+	return otp.HoldsCovering(held, ph), nil
 }
 
 // liftCovering lifts the holds covering the number on every replica; the

@@ -1,6 +1,12 @@
 package otp
 
-import "github.com/nyaruka/phonenumbers"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
 
 // Operator is the mobile operator libphonenumber's prefix data names for the
 // number's range ("Glo" for +234805…), "" when it has none (the US, Brazil,
@@ -18,3 +24,52 @@ func (p Phone) Operator() string {
 	}
 	return name
 }
+
+// MaxOperatorName bounds an operator's name as people see it (subject ids,
+// metric labels); libphonenumber's longest are about 40 bytes.
+const MaxOperatorName = 64
+
+// CleanOperatorName is a name from the prefix data as people see it:
+// control and format characters and invalid UTF-8 dropped, spaces folded,
+// at most MaxOperatorName bytes.
+func CleanOperatorName(raw string) string {
+	s := strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		if unicode.IsSpace(r) {
+			return ' '
+		}
+		return r
+	}, raw)
+	s = strings.Join(strings.Fields(s), " ")
+	for len(s) > MaxOperatorName {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
+}
+
+// PumpingCountry is the country the pumping rules count the number in:
+// "ZZ" for the numbers of no country ("001" is phonenumbers' region for the
+// international networks), so they cannot slip past the country rule.
+func (p Phone) PumpingCountry() string {
+	if c := p.Country(); c != "" {
+		return c
+	}
+	return "ZZ"
+}
+
+// PumpingOperator is the id of the number's operator subject ("NG/Glo"),
+// "" when the number has none.
+func (p Phone) PumpingOperator() string {
+	name := CleanOperatorName(p.Operator())
+	if name == "" {
+		return ""
+	}
+	return OperatorID(p.PumpingCountry(), name)
+}
+
+// OperatorID is an operator subject's id as people see it: the country, a
+// slash, the cleaned name ("NG/Glo").
+func OperatorID(country, name string) string { return country + "/" + name }

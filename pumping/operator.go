@@ -4,15 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"smsgw/otp"
 )
-
-// maxOperatorName bounds an operator's name as people see it (subject ids,
-// metric labels); libphonenumber's longest are about 40 bytes.
-const maxOperatorName = 64
 
 // operatorOf is the phone's operator as the pumping rules name it: its
 // display name (control characters and invalid UTF-8 dropped, bounded)
@@ -23,30 +17,11 @@ func operatorOf(p otp.Phone) (name, key string, ok bool) {
 	if raw == "" {
 		return "", "", false
 	}
-	name = operatorName(raw)
+	name = otp.CleanOperatorName(raw)
 	if name == "" {
 		return "", "", false
 	}
 	return name, operatorKey(name), true
-}
-
-// operatorName cleans a name from the prefix data for display.
-func operatorName(raw string) string {
-	s := strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return -1
-		}
-		if unicode.IsSpace(r) {
-			return ' '
-		}
-		return r
-	}, raw)
-	s = strings.Join(strings.Fields(s), " ")
-	for len(s) > maxOperatorName {
-		_, n := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-n]
-	}
-	return s
 }
 
 // operatorKey names an operator in Redis keys: a readable slug of its name
@@ -67,7 +42,3 @@ func operatorKey(name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return b.String() + "~" + hex.EncodeToString(sum[:8])
 }
-
-// operatorID is an operator subject's id, as people see it: the country,
-// a slash, the name ("NG/Glo").
-func operatorID(country, name string) string { return country + "/" + name }

@@ -180,8 +180,8 @@ func TestOperatorNamesAreSafe(t *testing.T) {
 		"Télécom", "中国移动", "x\x00y", "x\ny", "bad\xffutf8", "\u202eevil", strings.Repeat("long ", 40)}
 	seen := map[string]string{}
 	for _, raw := range names {
-		name := operatorName(raw)
-		if len(name) > maxOperatorName || strings.ContainsAny(name, "\x00\n\u202e") || !utf8Valid(name) {
+		name := otp.CleanOperatorName(raw)
+		if len(name) > otp.MaxOperatorName || strings.ContainsAny(name, "\x00\n\u202e") || !utf8Valid(name) {
 			t.Errorf("%q: display name %q is not clean", raw, name)
 		}
 		k := operatorKey(name)
@@ -193,8 +193,8 @@ func TestOperatorNamesAreSafe(t *testing.T) {
 		}
 		seen[k] = name
 	}
-	if operatorName("  x\n\t y ") != "x y" {
-		t.Errorf("spaces not folded: %q", operatorName("  x\n\t y "))
+	if otp.CleanOperatorName("  x\n\t y ") != "x y" {
+		t.Errorf("spaces not folded: %q", otp.CleanOperatorName("  x\n\t y "))
 	}
 }
 

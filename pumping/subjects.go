@@ -67,14 +67,8 @@ func (g *group) keys() []string {
 	return keys
 }
 
-// countryOf names the numbers of no country ("001" is phonenumbers' region
-// for the international networks) so they cannot slip past the country rule.
-func countryOf(p otp.Phone) string {
-	if c := p.Country(); c != "" {
-		return c
-	}
-	return "ZZ"
-}
+// countryOf is the country the rules count the phone in (otp.Phone.PumpingCountry).
+func countryOf(p otp.Phone) string { return p.PumpingCountry() }
 
 // destination lists the phone's ranges and country, under the country's
 // hash tag. A range never reaches into the country code: a block shorter
@@ -104,7 +98,7 @@ func (g *Guard) destination(p otp.Phone) group {
 		if name, k, ok := operatorOf(p); ok {
 			key := tag + "o:" + k
 			out.subjects = append(out.subjects, subject{rule: RuleOperator, kind: 'c', floor: restrictedFloor(floor, p),
-				id: operatorID(c, name), key: key, challenged: key + ":cc", foreign: key + ":cf", ret: ret})
+				id: otp.OperatorID(c, name), key: key, challenged: key + ":cc", foreign: key + ":cf", ret: ret})
 		}
 	}
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
