@@ -88,7 +88,7 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 	if !parts[partClaim].asked() && !parts[partIssue].asked() {
 		return out, nil // refused from memory, nothing to claim
 	}
-	keys, args := layout(&parts)
+	keys, args := layout(&parts, false)
 	cmd := a.scripts.Run(ctx, a.script, keys, args...)
 	var notReplicated *redisbatch.NotReplicatedError
 	if err := cmd.Err(); err != nil && !errors.As(err, &notReplicated) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,21 +58,8 @@ func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ClusterAdmitter{stores: stores{scripts: scripts, script: redis.NewScript(composeCluster()), limiter: limiter,
+	return &ClusterAdmitter{stores: stores{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter,
 		guard: guard, codes: codes, idempotency: idempotency}, log: log}
-}
-
-// composeCluster is compose with the per-slot orchestrator: it gives
-// nothing back itself (the Go side releases across slots), and a
-// restricted country asking again for the caller's signal does not stop
-// the slot's other parts.
-func composeCluster() string {
-	const stop = "if out[3][1] == 0 or out[3][1] == 3 then"
-	src := compose()
-	if !strings.Contains(src, stop) {
-		panic("sendscript: the orchestrator's pumping stop changed; update composeCluster")
-	}
-	return strings.Replace(src, stop, "if out[3][1] == 0 then", 1)
 }
 
 // pumpingPart is a send's pumping decision as calls to run in the slots'
@@ -328,7 +314,7 @@ type allAtOnce interface {
 func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
 	calls := make([]redisbatch.Call, len(units))
 	for i, u := range units {
-		keys, args := layout(&u.parts)
+		keys, args := layout(&u.parts, true)
 		calls[i] = redisbatch.Call{Script: a.script, Keys: keys, Args: args}
 	}
 	cmds := make([]*redis.Cmd, len(units))

@@ -43,13 +43,19 @@ const (
 )
 
 // orchestrator runs the parts. ARGV[1..2*partCount] are each part's number
-// of keys and of arguments (0 0: the part is not asked); the parts' KEYS and
-// ARGV follow in part order. It stops at the first refusal, and a pumping
+// of keys and of arguments (0 0: the part is not asked), ARGV[2*partCount+1]
+// is "1" for a Cluster slot's call (argPerSlot); the parts' KEYS and ARGV
+// follow in part order. It stops at the first refusal, and a pumping
 // refusal gives back the windows counted a moment before, in the same
 // atomic step, so a refused send holds nothing.
+//
+// A Cluster slot's call gives nothing back itself (the Go side releases
+// across slots), and a restricted country asking again for the caller's
+// signal (decide.lua's verdict 3) does not stop the slot's other parts.
 const orchestrator = `
 local calls = {}
-local kp, ap = 0, 2 * 5
+local kp, ap = 0, 2 * 5 + 1
+local perSlot = ARGV[2 * 5 + 1] == '1'
 for i = 1, 5 do
   local nk, na = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
   if nk + na > 0 then
@@ -74,7 +80,7 @@ end
 c = calls[4]
 if c then
   out[3] = decide(c[1], c[2])
-  if out[3][1] == 0 or out[3][1] == 3 then
+  if out[3][1] == 0 or (out[3][1] == 3 and not perSlot) then
     if calls[3] then release(calls[3][1], calls[3][2]) end
     return out
   end
@@ -103,9 +109,10 @@ func compose() string {
 	return b.String()
 }
 
-// layout lays the parts' calls out as the orchestrator reads them.
-func layout(parts *[partCount]call) (keys []string, args []any) {
-	n, m := 0, 2*partCount
+// layout lays the parts' calls out as the orchestrator reads them;
+// perSlot marks a Cluster slot's call.
+func layout(parts *[partCount]call, perSlot bool) (keys []string, args []any) {
+	n, m := 0, 2*partCount+1
 	for _, p := range parts {
 		n, m = n+len(p.keys), m+len(p.args)
 	}
@@ -113,12 +120,16 @@ func layout(parts *[partCount]call) (keys []string, args []any) {
 	for _, p := range parts {
 		args = append(args, len(p.keys), len(p.args))
 	}
+	args = append(args, argPerSlot[perSlot])
 	for _, p := range parts {
 		keys = append(keys, p.keys...)
 		args = append(args, p.args...)
 	}
 	return keys, args
 }
+
+// argPerSlot is the orchestrator's ARGV[2*partCount+1].
+var argPerSlot = map[bool]string{false: "0", true: "1"}
 
 // call is one part's script call.
 type call struct {
