@@ -88,7 +88,7 @@ func (s *Server) handleSend(c echo.Context) error {
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)
-	ev.Provider, ev.MessageID = res.Receipt.Provider, res.Receipt.MessageID
+	ev.Provider, ev.MessageID, ev.Segments = res.Receipt.Provider, res.Receipt.MessageID, res.Segments
 	setOutcome(&ev, err, otp.OutcomeSent)
 	if err == nil && res.Segments > 0 {
 		s.m.segments.WithLabelValues(res.Phone.Country()).Add(float64(res.Segments))

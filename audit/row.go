@@ -21,7 +21,7 @@ import (
 // field of otp.AuditEvent, and an entry here, in arrays and in fromArrays'
 // parameter types.
 var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
-	"provider", "provider_message_id", "api_key", "count", "last_at", "subject"}
+	"provider", "provider_message_id", "api_key", "count", "last_at", "subject", "segments"}
 
 // arrays encodes rows for fromArrays: one array per column, in the order of
 // columns, NULL for an empty value.
@@ -32,6 +32,7 @@ func arrays(events []otp.AuditEvent) []any {
 	ips := make([]*netip.Addr, n)
 	phones, reasons, providers, messages, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	counts, lasts, subjects := make([]int32, n), make([]*time.Time, n), make([]*string, n)
+	segments := make([]*int16, n)
 	for i := range events {
 		e := &events[i]
 		ids[i], times[i], kinds[i], outcomes[i], requests[i] = e.ID, e.Time, e.Kind, e.Outcome, e.RequestID
@@ -43,8 +44,12 @@ func arrays(events []otp.AuditEvent) []any {
 		if e.Rollup() {
 			lasts[i] = &e.LastAt
 		}
+		if e.Segments > 0 {
+			s := int16(min(e.Segments, 1<<15-1))
+			segments[i] = &s
+		}
 	}
-	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys, counts, lasts, subjects}
+	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys, counts, lasts, subjects, segments}
 }
 
 func null(s string) *string {
@@ -60,7 +65,7 @@ var (
 	// parameters arrays encodes: every statement below reads its rows from
 	// it, in one round trip.
 	fromArrays = `unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::inet[],
-		$8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[], $14::text[]) AS u(` + columnList + `)`
+		$8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[], $14::text[], $15::smallint[]) AS u(` + columnList + `)`
 	// insertFresh stores rows seen for the first time (a COPY would take two
 	// round trips, and the requests of a group wait for this one).
 	insertFresh = `INSERT INTO audit_log (` + columnList + `) SELECT u.id::uuid, ` +
@@ -75,7 +80,8 @@ var (
 		ON CONFLICT (id, created_at) DO UPDATE SET outcome = excluded.outcome, reason = excluded.reason,
 			provider = excluded.provider, provider_message_id = excluded.provider_message_id,
 			count = greatest(audit_log.count, excluded.count), last_at = greatest(audit_log.last_at, excluded.last_at),
-			phone_e164 = excluded.phone_e164, client_ip = excluded.client_ip, api_key = excluded.api_key
+			phone_e164 = excluded.phone_e164, client_ip = excluded.client_ip, api_key = excluded.api_key,
+			segments = coalesce(excluded.segments, audit_log.segments)
 		WHERE (audit_log.outcome = '` + otp.OutcomeSending + `' AND excluded.outcome <> '` + otp.OutcomeSending + `')
 			OR excluded.count > audit_log.count`
 	// mapped follows a statement named done that returns the rows it
@@ -95,7 +101,8 @@ var (
 	// (migration 006).
 	finishSending = `WITH done AS (
 		UPDATE audit_log a
-		SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id
+		SET outcome = u.outcome, reason = u.reason, provider = u.provider, provider_message_id = u.provider_message_id,
+			segments = coalesce(u.segments, a.segments)
 		FROM ` + fromArrays + `
 		WHERE a.id = u.id::uuid AND a.created_at = u.created_at AND a.outcome = '` + otp.OutcomeSending + `'
 		RETURNING a.id, a.created_at, a.provider, a.provider_message_id

@@ -128,6 +128,61 @@ func TestWriteStoresEveryColumnExactlyOnce(t *testing.T) {
 	}
 }
 
+// TestSegmentsFromSendingToFinal: a send's segment count, known when its
+// row is made durable as sending, stays through its final outcome, in both
+// the cheap UPDATE and the upsert of a final whose first row is missing; a
+// row without a text has NULL; the reader and the JSON carry it.
+func TestSegmentsFromSendingToFinal(t *testing.T) {
+	pool := testenv.Pool(t)
+	w := newWriter(t, pool, audit.Options{SpoolDir: t.TempDir()})
+	ctx := context.Background()
+	sending := event(1)
+	sending.Outcome, sending.Provider, sending.MessageID, sending.Segments = otp.OutcomeSending, "", "", 2
+	if err := w.Record(ctx, sending); err != nil {
+		t.Fatal(err)
+	}
+	final := event(1)
+	final.ID, final.Time, final.Segments = sending.ID, sending.Time, 2
+	w.Finish(final)
+	// A final with no sending row before it (its first row still in a
+	// spool elsewhere) is stored by the upsert.
+	orphan := event(2)
+	orphan.Segments = 3
+	w.Finish(orphan)
+	refused := event(3)
+	refused.Outcome, refused.Provider, refused.MessageID = otp.ERateLimited, "", ""
+	if err := w.Record(ctx, refused); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 0, "both finals written", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM audit_log WHERE outcome = 'sent'`) == 2
+	})
+	want := map[string]int{sending.ID: 2, orphan.ID: 3, refused.ID: 0}
+	for id, n := range want {
+		var got *int
+		if err := pool.QueryRow(ctx, `SELECT segments FROM audit_log WHERE id = $1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if (n == 0) != (got == nil) || got != nil && *got != n {
+			t.Errorf("row %s: segments %v, want %d (0: NULL)", id, got, n)
+		}
+	}
+	events, err := audit.NewReader(pool).Recent(ctx, "+14155552671", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Segments != want[e.ID] {
+			t.Errorf("read back %s: segments %d, want %d", e.ID, e.Segments, want[e.ID])
+		}
+		b, _ := e.MarshalJSON()
+		var back otp.AuditEvent
+		if err := back.UnmarshalJSON(b); err != nil || back.Segments != e.Segments {
+			t.Errorf("JSON %s read back as %d segments (%v)", b, back.Segments, err)
+		}
+	}
+}
+
 // TestRecordIsDurableOnReturn: Record returns only when the row is in
 // Postgres, and concurrent rows share writes.
 func TestRecordIsDurableOnReturn(t *testing.T) {

@@ -125,7 +125,7 @@ func writeCSV(w http.ResponseWriter, rows []otp.AuditEvent) {
 	w.Header().Set("Content-Disposition", `attachment; filename="smsgw-audit.csv"`)
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "created_at", "kind", "outcome", "request_id", "phone_e164", "client_ip", "reason",
-		"provider", "provider_message_id", "delivery_status", "delivery_error_code", "api_key", "count", "last_at", "subject"})
+		"provider", "provider_message_id", "delivery_status", "delivery_error_code", "api_key", "count", "last_at", "subject", "segments"})
 	for _, e := range rows {
 		ip := ""
 		if e.ClientIP.IsValid() {
@@ -137,9 +137,17 @@ func writeCSV(w http.ResponseWriter, rows []otp.AuditEvent) {
 		}
 		_ = cw.Write([]string{e.ID, e.Time.UTC().Format(time.RFC3339Nano), e.Kind, e.Outcome, cell(e.RequestID), e.Phone, ip,
 			cell(e.Reason), cell(e.Provider), cell(e.MessageID), cell(e.DeliveryStatus), cell(e.DeliveryErrorCode), cell(e.APIKey),
-			strconv.Itoa(e.Requests()), last, cell(e.Subject)})
+			strconv.Itoa(e.Requests()), last, cell(e.Subject), segmentsCell(e.Segments)})
 	}
 	cw.Flush()
+}
+
+// segmentsCell is a send's segment count, empty where no text was made.
+func segmentsCell(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // cell keeps a value from being read as a formula by a spreadsheet (CSV

@@ -404,7 +404,9 @@ func TestPhoneLookUpAndReset(t *testing.T) {
 		}
 		return nil
 	})
-	for _, want := range []string{"+14155552671", "fixed_line_or_mobile", "<dd>US</dd>", "4 attempts left"[0:0] + "5 attempts left", `<span class="badge o-sent">sent</span>`, `>Reset limits</button>`} {
+	for _, want := range []string{"+14155552671", "fixed_line_or_mobile", "<dd>US</dd>", "4 attempts left"[0:0] + "5 attempts left", `<span class="badge o-sent">sent</span>`, `>Reset limits</button>`,
+		// The text's segments, on its row in the trail.
+		`<td class="num segments">1</td>`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("phone page lacks %q", want)
 		}
@@ -508,6 +510,10 @@ func TestOverviewAndAuditSearch(t *testing.T) {
 	recs, err := csv.NewReader(strings.NewReader(csvRes.body)).ReadAll()
 	if err != nil || len(recs) != 3 || recs[0][0] != "id" || recs[0][5] != "phone_e164" {
 		t.Fatalf("CSV %v %v", recs, err)
+	}
+	// Each text's segment count (both are one-segment English texts).
+	if last := len(recs[0]) - 1; recs[0][last] != "segments" || recs[1][last] != "1" || recs[2][last] != "1" {
+		t.Fatalf("CSV segments column: %v", recs)
 	}
 	if bad := b.get("/console/audit?search=1&from=yesterday"); bad.status != http.StatusBadRequest {
 		t.Fatalf("bad time: %d", bad.status)

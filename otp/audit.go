@@ -57,6 +57,9 @@ type AuditEvent struct {
 	// "ip:203.0.113.7"); empty on a plain row and on a rollup of any
 	// subject (folded past the per-second cap).
 	Subject string
+	// Segments is how many SMS segments the send's text takes (a carrier
+	// bills each); 0 where no text was made.
+	Segments int
 }
 
 // Rollup reports whether the row stands for several requests: a rollup has
@@ -85,6 +88,7 @@ type auditJSON struct {
 	Count             int        `json:"count"`
 	LastAt            *time.Time `json:"last_at"`
 	Subject           *string    `json:"subject,omitempty"`
+	Segments          *int       `json:"segments"`
 }
 
 func nullable(s string) *string {
@@ -108,6 +112,9 @@ func (e AuditEvent) MarshalJSON() ([]byte, error) {
 		ProviderMessageID: nullable(e.MessageID), DeliveryStatus: nullable(e.DeliveryStatus),
 		DeliveryErrorCode: nullable(e.DeliveryErrorCode), APIKey: nullable(e.APIKey),
 		Count: e.Requests(), Subject: nullable(e.Subject)}
+	if e.Segments > 0 {
+		j.Segments = &e.Segments
+	}
 	if e.Rollup() {
 		j.LastAt = &e.LastAt
 	}
@@ -127,6 +134,9 @@ func (e *AuditEvent) UnmarshalJSON(b []byte) error {
 		Phone: deref(j.PhoneE164), Reason: deref(j.Reason), Provider: deref(j.Provider), MessageID: deref(j.ProviderMessageID),
 		DeliveryStatus: deref(j.DeliveryStatus), DeliveryErrorCode: deref(j.DeliveryErrorCode), APIKey: deref(j.APIKey),
 		Count: j.Count, Subject: deref(j.Subject)}
+	if j.Segments != nil {
+		e.Segments = *j.Segments
+	}
 	if j.LastAt != nil {
 		e.LastAt = *j.LastAt
 	}
@@ -179,6 +189,7 @@ func Waits(kind, outcome string) bool {
 func (s *Service) beforeText(ctx context.Context, req SendRequest, phone Phone, res *SendResult, issued issuedCode, subjects []Subject) error {
 	row := req.Row
 	row.Kind, row.Phone, row.Outcome, row.Reason = KindSend, phone.E164, OutcomeSending, res.Reason
+	row.Segments = res.Segments
 	// The row must be taken even if the client has gone.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AuditTimeout)
 	defer cancel()
