@@ -91,6 +91,55 @@ function clearMessages() {
 const unreachable =
   "We could not reach the verification service. Check your connection and try again.";
 
+// failure says why a call to smsgw failed with no answer. fetch hides the
+// cause of a cross-origin failure, so ask smsgw's /healthz in no-cors mode,
+// which needs no permission: if that gets through, smsgw is up and refused
+// this page's origin (its CORS preflight answered 403), which is a setting
+// to fix, not a connection.
+async function failure() {
+  try {
+    await fetch(SMSGW + "/healthz", { mode: "no-cors", cache: "no-store" });
+  } catch {
+    return unreachable;
+  }
+  const where = KEY
+    ? `Add "${location.origin}" to origins in the [[api.keys]] entry of this page's publishable key`
+    : `Add "${location.origin}" to server.cors_origins`;
+  return `This page's origin (${location.origin}) is not allowed to call the verification service. ` +
+    `${where} in smsgw's configuration, then restart smsgw.`;
+}
+
+// WebOTP: where the browser has it, it reads the code from the text (whose
+// last line is "@<this page's host> #<code>") and fills it in, once the person
+// agrees. The request is aborted when the person types or submits a code,
+// asks for another text, or changes the number.
+let otpRequest = null; // the AbortController of the pending request
+
+function listenForCode() {
+  stopListening();
+  if (!("OTPCredential" in window)) return;
+  const request = new AbortController();
+  otpRequest = request;
+  navigator.credentials
+    .get({ otp: { transport: ["sms"] }, signal: request.signal })
+    .then((otp) => {
+      if (otpRequest !== request || !otp || !otp.code) return;
+      otpRequest = null;
+      codeInput.value = otp.code;
+      verifyForm.requestSubmit();
+    })
+    .catch(() => {
+      // aborted, refused or timed out: the person types the code
+    });
+}
+
+function stopListening() {
+  if (otpRequest) otpRequest.abort();
+  otpRequest = null;
+}
+
+codeInput.addEventListener("input", stopListening);
+
 // holdResend disables "Text a new code" for seconds, counting down.
 function holdResend(seconds) {
   clearInterval(countdown);
@@ -111,7 +160,7 @@ async function sendCode(number) {
   try {
     answer = await call("/v1/otp/send", { phone: number });
   } catch {
-    return showError(unreachable);
+    return showError(await failure());
   }
   if (answer.status === 202) {
     phone = answer.body.phone;
@@ -122,6 +171,7 @@ async function sendCode(number) {
     codeInput.value = "";
     codeInput.focus();
     holdResend(60);
+    listenForCode();
     return;
   }
   if (answer.body.error && answer.body.error.scope === "phone" && !verifyForm.hidden) {
@@ -142,6 +192,7 @@ sendForm.addEventListener("submit", async (event) => {
 resendButton.addEventListener("click", () => sendCode(phone));
 
 $("change").addEventListener("click", () => {
+  stopListening();
   clearMessages();
   clearInterval(countdown);
   verifyForm.hidden = true;
@@ -151,6 +202,7 @@ $("change").addEventListener("click", () => {
 
 verifyForm.addEventListener("submit", async (event) => {
   event.preventDefault();
+  stopListening();
   clearMessages();
   const code = codeInput.value.trim();
   if (!code) return showError("Please enter the code from the text.");
@@ -160,7 +212,7 @@ verifyForm.addEventListener("submit", async (event) => {
     answer = await call("/v1/otp/verify", { phone, code });
   } catch {
     $("verify").disabled = false;
-    return showError(unreachable);
+    return showError(await failure());
   }
   $("verify").disabled = false;
   if (answer.status === 200) {
