@@ -1,0 +1,469 @@
+package pumping
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"smsgw/otp"
+)
+
+// modelHarness runs the same steps through the scripts on Redis and
+// through the reference model, and compares them after each step.
+type modelHarness struct {
+	t       testing.TB
+	rdb     *redis.Client
+	prefix  string
+	cluster bool
+	cfg     Config
+	g       *Guard // builds the calls, as the service does
+	store   *modelStore
+	now     int64
+	phones  []otp.Phone
+	ips     []netip.Addr
+	// reservations are the sends counted and not released yet.
+	reservations [][]modelCall
+	// signals is what the caller's call last reported of its networks'
+	// signal for a country (Cluster layout), as Guard.netSignal keeps it.
+	signals map[string]string
+	history []modelStep
+	pending []*pendingStep
+	steps   []int      // history index of each step that ran
+	keysOf  [][]string // keys each step that ran touched
+	touched map[string]bool
+	seen    map[string]int
+}
+
+// modelCall is a counted call a release takes back.
+type modelCall struct {
+	grp                    group
+	phone                  string
+	bucket, recorded, cnew int64
+}
+
+// modelOp is one command of a step: a script call with the model's
+// expected reply, or the expiry of keys.
+type modelOp struct {
+	name   string
+	script *redis.Script // nil: DEL (an expiry)
+	keys   []string
+	args   []any
+	want   any
+	writes []string // the model's, for the report
+}
+
+var modelT0 = time.Date(2026, 3, 2, 10, 17, 3, 0, time.UTC).UnixMilli()
+
+func newModelHarness(t testing.TB, rdb *redis.Client, prefix string, cluster bool, cfg Config) *modelHarness {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := &modelHarness{t: t, rdb: rdb, prefix: prefix, cluster: cluster, cfg: cfg, store: newModelStore(), now: modelT0,
+		phones: modelPhones(t), signals: map[string]string{}, touched: map[string]bool{}, seen: map[string]int{}}
+	for _, s := range modelIPs {
+		a, _ := netip.ParseAddr(s) // "" is no address: no caller group
+		h.ips = append(h.ips, a)
+	}
+	h.g = New(rdb, prefix, cfg, Options{Cluster: cluster, Clock: func(context.Context) time.Time { return time.UnixMilli(h.now) }})
+	for _, s := range []*redis.Script{decideScript, approveScript, releaseScript} {
+		if err := s.Load(context.Background(), rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func (h *modelHarness) clock() modelClock {
+	return newModelClock(h.now, ms(bucket), int64(h.cfg.Window/bucket))
+}
+
+// step runs one step in the model and queues it for Redis: steps go in
+// batches of modelBatch, each one round trip that interleaves their
+// commands with the reads of the keys each touched.
+func (h *modelHarness) step(s modelStep) {
+	h.history = append(h.history, s)
+	var ops []*modelOp
+	switch s.kind {
+	case 't':
+		h.now += s.n
+		for _, k := range h.store.expire(h.now) {
+			ops = append(ops, &modelOp{name: "expire", keys: []string{k}})
+		}
+	case 's':
+		ops = h.send(s)
+	case 'a':
+		ops = h.approve(s)
+	case 'r':
+		ops = h.release(s)
+	}
+	if len(ops) == 0 {
+		return
+	}
+	p := &pendingStep{idx: len(h.history) - 1, ops: ops}
+	keys := map[string]bool{}
+	for _, op := range ops {
+		for _, k := range op.keys {
+			keys[k], h.touched[k] = true, true
+		}
+		h.cover(op)
+	}
+	p.keys = slices.Sorted(maps.Keys(keys))
+	for _, k := range p.keys {
+		_, exp := h.store.expires[k]
+		p.want, p.expires = append(p.want, maps.Clone(h.store.hashes[k])), append(p.expires, exp)
+	}
+	h.pending = append(h.pending, p)
+	if len(h.pending) >= modelBatch {
+		h.flush()
+	}
+}
+
+// modelBatch is how many steps share a round trip: on a loaded machine
+// the round trip, not Redis or the model, is what a step costs.
+const modelBatch = 32
+
+// pendingStep is a step the model ran and Redis has yet to.
+type pendingStep struct {
+	idx     int
+	ops     []*modelOp
+	keys    []string
+	want    []map[string]string
+	expires []bool
+	cmds    []redis.Cmder
+	hashes  []*redis.MapStringStringCmd
+	ttls    []*redis.Cmd
+}
+
+// flush runs the queued steps on Redis and compares each with the model,
+// stopping at the first that differs.
+func (h *modelHarness) flush() {
+	if len(h.pending) == 0 {
+		return
+	}
+	ctx := context.Background()
+	pipe := h.rdb.Pipeline()
+	for _, p := range h.pending {
+		for _, op := range p.ops {
+			if op.script == nil {
+				p.cmds = append(p.cmds, pipe.Del(ctx, op.keys...))
+			} else {
+				p.cmds = append(p.cmds, pipe.EvalSha(ctx, op.script.Hash(), op.keys, op.args...))
+			}
+		}
+		for _, k := range p.keys {
+			p.hashes, p.ttls = append(p.hashes, pipe.HGetAll(ctx, k)), append(p.ttls, pipe.Do(ctx, "PTTL", k))
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	pending := h.pending
+	h.pending = nil
+	for _, p := range pending {
+		h.steps, h.keysOf = append(h.steps, p.idx), append(h.keysOf, p.keys)
+		if !h.check(p) {
+			return
+		}
+	}
+}
+
+// check compares one step's replies and keys with the model's.
+func (h *modelHarness) check(p *pendingStep) bool {
+	for i, op := range p.ops {
+		if op.script == nil {
+			continue
+		}
+		got, err := p.cmds[i].(*redis.Cmd).Result()
+		if err != nil {
+			h.fail(p, op, "script error: %v", err)
+			return false
+		}
+		if msg := h.compareReply(op, got); msg != "" {
+			h.fail(p, op, "%s", msg)
+			return false
+		}
+	}
+	for i, k := range p.keys {
+		got, err := p.hashes[i].Result()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if (len(got) > 0 || len(p.want[i]) > 0) && !maps.Equal(got, p.want[i]) {
+			h.fail(p, p.ops[0], "key %s:\n  redis %s\n  model %s", k, showHash(got), showHash(p.want[i]))
+			return false
+		}
+		if ttl, _ := p.ttls[i].Int64(); len(got) > 0 && p.expires[i] != (ttl >= 0) {
+			h.fail(p, p.ops[0], "key %s: redis PTTL %d, model expires %v", k, ttl, p.expires[i])
+			return false
+		}
+	}
+	return true
+}
+
+// cover counts what the model's writes show a step exercised.
+func (h *modelHarness) cover(op *modelOp) {
+	if r, ok := op.want.(decideReply); ok {
+		h.seen[fmt.Sprintf("verdict%d", r.verdict)]++
+	}
+	for _, w := range op.writes {
+		for _, c := range []struct{ tag, sub string }{{"restricted", " rx "}, {"tripped", " rs "}, {"refused while restricted", " nq "},
+			{"abroad", " oq "}, {"probe", " pr "}, {"served returning", "nr 1"}, {"served network", "nn 1"},
+			{"served challenge", "nc 1"}, {"challenge ledger", ":cc "}, {"foreign ledger", ":cf "}, {"returning", ":v:"},
+			{"wiped", "HDEL"}, {"baseline", " pk "}} {
+			if strings.Contains(w, c.sub) {
+				h.seen[c.tag]++
+			}
+		}
+	}
+}
+
+// compareReply reads a script's reply as the service does and compares it
+// with the model's.
+func (h *modelHarness) compareReply(op *modelOp, got any) string {
+	switch want := op.want.(type) {
+	case decideReply:
+		r, err := parseDecideReply(got, (len(op.args)-(decideArgSubjects-1))/3)
+		if err != nil {
+			return err.Error()
+		}
+		if r != want {
+			return fmt.Sprintf("reply\n  redis %+v\n  model %+v", r, want)
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("reply\n  redis %#v\n  model %#v", got, want)
+		}
+	}
+	return ""
+}
+
+func showHash(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%s ", k, m[k])
+	}
+	return b.String()
+}
+
+// fail reports the failing step with the steps before it that touched its
+// keys: the sequence that led there, without the rest.
+func (h *modelHarness) fail(p *pendingStep, op *modelOp, format string, args ...any) {
+	h.t.Helper()
+	last := len(h.keysOf) - 1
+	mine := map[string]bool{}
+	for _, k := range h.keysOf[last] {
+		mine[k] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %d (%s), %s: %s\n", p.idx, h.history[p.idx], op.name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(&b, "config %+v\nthe earlier steps on its keys:\n", h.cfg)
+	for i, idx := range h.steps[:last] {
+		if slices.ContainsFunc(h.keysOf[i], func(k string) bool { return mine[k] }) {
+			fmt.Fprintf(&b, "  step %d: %s\n", idx, h.history[idx])
+		}
+	}
+	fmt.Fprintf(&b, "the model's writes:\n  %s", strings.Join(op.writes, "\n  "))
+	h.t.Error(b.String())
+}
+
+// decideOp is a decide.lua call of grp, and the model's reply to it.
+func (h *modelHarness) decideOp(grp group, p otp.Phone, netid string, mode decideMode, signal string) (*modelOp, decideReply) {
+	a := h.g.decideArgs(context.Background(), grp, p, netid, mode, signal)
+	tx := h.store.begin()
+	want := modelDecide(tx, grp, a, h.now)
+	tx.commit()
+	return &modelOp{name: "decide signal=" + strconv.Quote(signal), script: decideScript, keys: grp.keys(), args: a.argv(),
+		want: want, writes: tx.log}, want
+}
+
+// send decides a send as Reserve does: one call (one primary), or one
+// call per hash tag with the destination told the caller's signal as
+// remembered, asking again when it must, and a refusal or a free resend
+// giving back what the other calls counted (Guard.conclude).
+func (h *modelHarness) send(s modelStep) []*modelOp {
+	p, ip := h.phones[s.phone], h.ips[s.ip]
+	groups := h.g.groups(p, ip)
+	mode, netid := h.g.mode(s.bypass), networkID(ip)
+	if !h.cluster {
+		groups = []group{merge(groups)}
+	}
+	var ops []*modelOp
+	replies := make([]decideReply, len(groups))
+	sigKey := signalKey(ip) + " " + countryOf(p)
+	for i, grp := range groups {
+		signal := ""
+		if h.cluster && len(groups) > 1 && grp.record != "" {
+			remembered := h.signals[sigKey]
+			if remembered == "" {
+				remembered = "?"
+			}
+			signal = []string{remembered, remembered, remembered, "?", "0", "1", "2"}[s.sig]
+		}
+		var op *modelOp
+		op, replies[i] = h.decideOp(grp, p, netid, mode, signal)
+		ops = append(ops, op)
+	}
+	sig := int64(-1)
+	for i, grp := range groups {
+		if grp.record == "" && replies[i].signal >= 0 {
+			sig = replies[i].signal
+			h.signals[sigKey] = signalArg(sig)
+		}
+	}
+	for i, grp := range groups {
+		if replies[i].verdict == verdictAskAgain {
+			var op *modelOp
+			op, replies[i] = h.decideOp(grp, p, netid, mode, signalArg(sig))
+			ops = append(ops, op)
+		}
+	}
+	var counted []modelCall
+	refused, free := false, false
+	for i, grp := range groups {
+		r := replies[i]
+		if !r.verdict.counted() {
+			refused = true
+			continue
+		}
+		counted = append(counted, modelCall{grp, p.E164, r.bucket, r.recorded, r.countryNew})
+		free = free || (grp.record != "" && r.recorded == 0)
+	}
+	if refused {
+		return append(ops, h.releaseOps(counted)...)
+	}
+	if free {
+		var kept, back []modelCall
+		for _, c := range counted {
+			if c.grp.record == "" && c.grp.networks() {
+				c.recorded = freeResendNetworks
+				back = append(back, c)
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		ops, counted = append(ops, h.releaseOps(back)...), kept
+	}
+	if len(counted) > 0 {
+		h.reservations = append(h.reservations, counted)
+	}
+	return ops
+}
+
+// releaseOps take back counted calls, as Guard.Release does.
+func (h *modelHarness) releaseOps(calls []modelCall) []*modelOp {
+	var ops []*modelOp
+	for _, c := range calls {
+		args := []any{c.bucket, c.phone, c.recorded, flag(c.grp.record != ""), len(c.grp.subjects)}
+		for _, s := range c.grp.subjects {
+			amount := s.price
+			if s.kind == 'c' {
+				amount = c.cnew
+			}
+			args = append(args, s.arg(), amount)
+		}
+		tx := h.store.begin()
+		modelRelease(tx, c.grp, c.bucket, c.recorded, c.cnew)
+		tx.commit()
+		ops = append(ops, &modelOp{name: fmt.Sprintf("release recorded=%d cnew=%d", c.recorded, c.cnew),
+			script: releaseScript, keys: c.grp.keys(), args: args, want: int64(1), writes: tx.log})
+		h.seen["release"]++
+	}
+	return ops
+}
+
+func (h *modelHarness) release(s modelStep) []*modelOp {
+	if len(h.reservations) == 0 {
+		return nil
+	}
+	i := int(s.n) % len(h.reservations)
+	r := h.reservations[i]
+	h.reservations = slices.Delete(h.reservations, i, i+1)
+	return h.releaseOps(r)
+}
+
+// approve credits an approved code as Guard.Approved does: the
+// destination, then the networks its record names.
+func (h *modelHarness) approve(s modelStep) []*modelOp {
+	p := h.phones[s.phone]
+	d := h.g.destination(p)
+	_, tail := returningBlock(p)
+	keys, signed := h.g.approvalKeys(d)
+	keep := ms(h.cfg.ReturningFor)
+	args := []any{h.now, ms(bucket), int64(h.cfg.Window / bucket), p.E164, "d",
+		tail + " " + strconv.FormatInt(keep, 10) + " " + strconv.Itoa(signed)}
+	tx := h.store.begin()
+	credited, netid := modelApprove(tx, d, h.clock(), tail, keep)
+	tx.commit()
+	want := []any{int64(0), ""}
+	if credited {
+		want[0] = int64(1)
+		want[1] = netid
+		h.seen["approved"]++
+	}
+	ops := []*modelOp{{name: "approve", script: approveScript, keys: keys, args: args, want: want, writes: tx.log}}
+	ip, err := netip.ParseAddr(netid)
+	if !credited || err != nil {
+		return ops
+	}
+	c := h.g.caller(ip, countryOf(p))
+	if len(c.subjects) == 0 {
+		return ops
+	}
+	nargs := slices.Clone(args)
+	nargs[4] = "n"
+	tx = h.store.begin()
+	modelApproveNetworks(tx, c.keys(), h.clock())
+	tx.commit()
+	return append(ops, &modelOp{name: "approve networks", script: approveScript, keys: c.keys(), args: nargs,
+		want: []any{int64(1), ""}, writes: tx.log})
+}
+
+// checkAll compares every key of the run, not only the last step's.
+func (h *modelHarness) checkAll() {
+	ctx := context.Background()
+	var keys []string
+	iter := h.rdb.Scan(ctx, 0, h.prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if strings.Contains(iter.Val(), ":pump:{d:") || strings.Contains(iter.Val(), ":pump:{n:") || strings.Contains(iter.Val(), ":pump:{spend}") {
+			keys = append(keys, iter.Val())
+		}
+	}
+	if err := iter.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	slices.Sort(keys)
+	want := slices.Sorted(maps.Keys(h.store.hashes))
+	if !slices.Equal(keys, want) {
+		h.t.Errorf("keys differ:\n  redis %v\n  model %v", keys, want)
+	}
+	for _, k := range keys {
+		got, err := h.rdb.HGetAll(ctx, k).Result()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if !maps.Equal(got, h.store.hashes[k]) {
+			h.t.Errorf("key %s:\n  redis %s\n  model %s", k, showHash(got), showHash(h.store.hashes[k]))
+		}
+	}
+}
+
+// cleanup deletes every key the run touched.
+func (h *modelHarness) cleanup() {
+	keys := slices.Collect(maps.Keys(h.touched))
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		if err := h.rdb.Unlink(context.Background(), keys[:n]...).Err(); err != nil {
+			h.t.Errorf("deleting the run's keys: %v", err)
+			return
+		}
+		keys = keys[n:]
+	}
+}
