@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"net/http"
 	"time"
 
@@ -78,13 +77,11 @@ func (s *Server) handleSend(c echo.Context) error {
 		return err
 	}
 
-	text := keyText(c)
-	text.AppHash = cmp.Or(req.AppHash, text.AppHash)
 	res, err := s.Service.Send(ctx, otp.SendRequest{
 		Ticket: ticket, RequestID: ev.RequestID, Phone: req.Phone, Region: req.Region, Locale: req.Locale,
 		ClientIP: ev.ClientIP, IdempotencyKey: key, ChallengeToken: req.ChallengeToken, Row: ev,
 		LimitKeys: req.LimitKeys,
-		Text:      text,
+		Text:      keyText(c), AppHash: req.AppHash,
 	})
 	ev.Phone, ev.Reason = res.Phone.E164, res.Reason
 	s.fanout.saw(ctx, ev.ClientIP, res.Phone.E164)

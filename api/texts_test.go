@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"smsgw/internal/app"
+	"smsgw/otp"
 )
 
 // codeDigits finds the code in a text.
@@ -72,5 +73,46 @@ func TestSendTexts(t *testing.T) {
 		if !strings.Contains(string(m.Raw), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// Android's SMS Retriever reads only a text of one segment (140 bytes). A
+// request whose app_hash would push its text past that is 400 naming the
+// field, before any quota is taken or code made; a key's own hash that
+// would is left out of that text (the start-up warning names the template),
+// so the text stays one segment.
+func TestSendAppHashPastOneSegment(t *testing.T) {
+	const brand = "brand-key-0123456789"
+	long := strings.Repeat("B", 40) // the longest app_name a key may set
+	s := newTestServer(t, serverOpts{config: func(c *app.Config) {
+		c.API.Keys = []app.APIKey{{Name: "brand", SHA256: digest(brand), Enabled: true, AppName: long, Locale: "ja", AppHash: "FA+9qCX9VSu"}}
+	}})
+	bearer := map[string]string{"Authorization": "Bearer " + brand}
+
+	r := send(t, s, `{"phone": "+81 90 1234 5671", "app_hash": "abc/DEF+123"}`, bearer)
+	if r.Status != 400 || r.ErrorCode() != "invalid_request" || !strings.Contains(string(r.Raw), "app_hash") ||
+		!strings.Contains(string(r.Raw), "2 SMS segments") {
+		t.Fatalf("a hash past one segment: %d %s", r.Status, r.Raw)
+	}
+	if msgs := s.outbox.Messages("+819012345671"); len(msgs) != 0 {
+		t.Fatalf("texted: %v", msgs)
+	}
+	// No quota was taken: the number's one-a-minute window is still free.
+	if r := send(t, s, `{"phone": "+81 90 1234 5671"}`, bearer); r.Status != 202 {
+		t.Fatalf("the same number without app_hash: %d %s", r.Status, r.Raw)
+	}
+	body := s.outbox.Messages("+819012345671")[0].Body
+	if strings.Contains(body, "FA+9qCX9VSu") || !strings.HasPrefix(body, "【"+long+"】") {
+		t.Fatalf("the key's hash past one segment is sent: %q", body)
+	}
+	if size := otp.MeasureSMS(body); size.Segments != 1 {
+		t.Fatalf("text %q takes %d segments", body, size.Segments)
+	}
+	// Where the hash fits (a GSM-7 language), the request's is sent.
+	if r := send(t, s, `{"phone": "+49 1512 3456780", "locale": "de", "app_hash": "abc/DEF+123"}`, bearer); r.Status != 202 {
+		t.Fatalf("a hash that fits: %d %s", r.Status, r.Raw)
+	}
+	if body := s.outbox.Messages("+4915123456780")[0].Body; !strings.HasSuffix(body, "\n\nabc/DEF+123") {
+		t.Fatalf("text %q", body)
 	}
 }

@@ -189,6 +189,53 @@ func (m *Messages) Sizes(codeLength int, o TextOptions) []TextSize {
 	return out
 }
 
+// retrieverLimit is what Android's SMS Retriever reads: a text of at most
+// 140 bytes, one SMS's user data, so one segment (160 GSM-7 characters or 70
+// UCS-2 units); a longer text reaches the app as nothing.
+const retrieverLimit = 1
+
+// CheckAppHash reports, as a 400 naming app_hash, a request's app hash that
+// would push the text for a number of country past one segment: Android
+// would never hand it to the app, and the person would pay two texts for a
+// code to type. It renders a sample code as long as a real one, so the
+// verdict holds for the code sent. A text without a hash is never refused.
+func (m *Messages) CheckAppHash(o TextOptions, country string, codeLength int) error {
+	if o.AppHash == "" {
+		return nil
+	}
+	text, err := m.Render(o, country, strings.Repeat("0", codeLength))
+	if err != nil {
+		return err
+	}
+	if size := MeasureSMS(text); size.Segments > retrieverLimit {
+		return Errorf(EInvalidRequest, "app_hash: with it this number's text takes %d SMS segments (%d %s units), "+
+			"and Android's SMS Retriever reads only texts of one (140 bytes: 160 GSM-7 or 70 UCS-2 characters); "+
+			"shorten the text's template or app name, or send without app_hash (docs/autofill.md)",
+			size.Segments, size.Units, size.Encoding)
+	}
+	return nil
+}
+
+// RenderSMS is Render for a text to send, measured. An app hash (the API
+// key's: a request's was checked by CheckAppHash) that would push the text
+// past one segment is left out: the SMS Retriever could not read it, and
+// the text would cost more. The start-up warning names such templates.
+func (m *Messages) RenderSMS(o TextOptions, country, code string) (string, TextSize, error) {
+	text, err := m.Render(o, country, code)
+	if err != nil {
+		return "", TextSize{}, err
+	}
+	size := MeasureSMS(text)
+	if o.AppHash != "" && size.Segments > retrieverLimit {
+		o.AppHash = ""
+		if text, err = m.Render(o, country, code); err != nil {
+			return "", TextSize{}, err
+		}
+		size = MeasureSMS(text)
+	}
+	return text, size, nil
+}
+
 // ValidAppHash tells whether s is an Android app's SMS Retriever hash: 11
 // characters of base64 (A-Z a-z 0-9 + /), as Google's recipe makes it.
 func ValidAppHash(s string) bool {

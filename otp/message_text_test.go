@@ -114,3 +114,42 @@ func TestValidAppHash(t *testing.T) {
 		}
 	}
 }
+
+// SMS Retriever reads a text of at most 140 bytes: one segment, whatever
+// the encoding (160 GSM-7 septets or 70 UCS-2 units are 140 bytes).
+// CheckAppHash refuses a request's hash that would cross it, naming the
+// field; RenderSMS leaves out a key's hash that would.
+func TestAppHashWithinOneSegment(t *testing.T) {
+	m := languageMessages(t)
+	long := strings.Repeat("B", 50)
+	fits := TextOptions{Locale: "ja", App: "Acme", AppHash: "FA+9qCX9VSu"}
+	over := TextOptions{Locale: "ja", App: long, AppHash: "FA+9qCX9VSu"}
+	if err := m.CheckAppHash(fits, "JP", 6); err != nil {
+		t.Fatalf("a hash that fits: %v", err)
+	}
+	err := m.CheckAppHash(over, "JP", 6)
+	if ErrorCode(err) != EInvalidRequest || !strings.Contains(err.Error(), "app_hash: ") || !strings.Contains(err.Error(), "2 SMS segments") {
+		t.Fatalf("a hash past one segment: %v", err)
+	}
+	if err := m.CheckAppHash(TextOptions{Locale: "ja", App: long + long}, "JP", 6); err != nil {
+		t.Fatalf("no hash, never refused: %v", err)
+	}
+	// Exactly 160 GSM-7 septets is one segment, with the hash in them.
+	edge := TextOptions{App: strings.Repeat("a", 160-len(": Your code is 123456\n\nFA+9qCX9VSu")), AppHash: "FA+9qCX9VSu"}
+	if err := m.CheckAppHash(edge, "", 6); err != nil {
+		t.Fatalf("160 septets: %v", err)
+	}
+	edge.App += "a"
+	if err := m.CheckAppHash(edge, "", 6); err == nil {
+		t.Fatal("161 septets passed")
+	}
+
+	text, size, err := m.RenderSMS(over, "JP", "123456")
+	if err != nil || strings.Contains(text, "FA+9qCX9VSu") || size.Segments != 1 || text != "【"+long+"】認証コード：123456" {
+		t.Fatalf("a key's hash past one segment: %q %+v %v", text, size, err)
+	}
+	text, size, err = m.RenderSMS(fits, "JP", "123456")
+	if err != nil || text != "【Acme】認証コード：123456\n\nFA+9qCX9VSu" || size.Segments != 1 || size.Encoding != "UCS-2" {
+		t.Fatalf("a hash that fits: %q %+v %v", text, size, err)
+	}
+}

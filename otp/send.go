@@ -18,9 +18,10 @@ type SendRequest struct {
 	Region    string
 	Locale    string
 	ClientIP  netip.Addr
-	// Text is the API key's text settings and the request's app hash
-	// (Locale above is the request's own).
-	Text TextOptions
+	// Text is the API key's text settings (Locale above is the request's
+	// own); AppHash the request's app_hash, which wins over the key's.
+	Text    TextOptions
+	AppHash string
 	// IdempotencyKey, when set, makes a retry with the same key for the same
 	// phone, within the code's lifetime, get the first answer again: no
 	// second text, no second limit hit.
@@ -92,6 +93,17 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 		res.Reason = reason
 		return res, notAllowed(reason)
 	}
+	text := req.Text
+	text.Locale = req.Locale
+	if req.AppHash != "" {
+		// Refused before any quota is taken: the request, not a limit,
+		// is wrong.
+		text.AppHash = req.AppHash
+		if err := s.Messages.CheckAppHash(text, phone.Country(), s.cfg.CodeLength); err != nil {
+			res.Reason = "app_hash"
+			return res, err
+		}
+	}
 	gate := pumpingGate{s: s, req: req}
 	if o, ok := s.Overrides.Lookup(phone.E164); ok {
 		if o.Action == OverrideBlock {
@@ -135,14 +147,12 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 	if !issued.isNew {
 		res.Reason = joinReasons("resend", res.Reason)
 	}
-	text := req.Text
-	text.Locale = req.Locale
-	body, err := s.Messages.Render(text, phone.Country(), code)
+	body, size, err := s.Messages.RenderSMS(text, phone.Country(), code)
 	if err != nil {
 		giveBack()
 		return res, fmt.Errorf("render message: %w", err)
 	}
-	res.Segments = MeasureSMS(body).Segments
+	res.Segments = size.Segments
 	if err := s.beforeText(sendCtx, req, phone, &res, issued, subjects); err != nil {
 		gate.release(sendCtx)
 		return res, err
