@@ -58,6 +58,8 @@ type Deps struct {
 	// Verifications and Events are in Postgres: nil without it.
 	Verifications Verifications
 	Events        Events
+	// Keys are the backends' limit keys (nil: the page says none is set).
+	Keys Keys
 }
 
 // Console serves /console and everything under it.
@@ -109,6 +111,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/phone/cancel", c.signedIn("code.cancel", c.phoneCancel))
 	m.HandleFunc("GET /console/network", c.signedIn("network.get", c.networkPage))
 	m.HandleFunc("POST /console/network/reset", c.signedIn("limits.delete", c.networkReset))
+	m.HandleFunc("GET /console/keys", c.signedIn("keys.get", c.keysPage))
+	m.HandleFunc("POST /console/keys/reset", c.signedIn("limits.delete", c.keyReset))
 	m.HandleFunc("GET /console/pumping", c.signedIn("pumping.get", c.pumpingPage))
 	m.HandleFunc("POST /console/pumping/lift", c.signedIn("pumping.lift", c.liftHold))
 	m.HandleFunc("POST /console/overrides", c.signedIn("override.set", c.addOverride))

@@ -26,6 +26,7 @@ import (
 	"smsgw/audit"
 	"smsgw/codestore"
 	"smsgw/console"
+	"smsgw/internal/app"
 	"smsgw/internal/app/apptest"
 	"smsgw/internal/redisbatch"
 	"smsgw/internal/testenv"
@@ -48,10 +49,14 @@ type rig struct {
 func newRig(t *testing.T, tlsServer bool) *rig { t.Helper(); return newRigWith(t, tlsServer, nil) }
 
 // newRigWith runs the pumping guard too when pump is set.
-func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
+func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config, config ...func(*app.Config)) *rig {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := apptest.New(t, apptest.Options{Pumping: pump})
+	opts := apptest.Options{Pumping: pump}
+	if len(config) > 0 {
+		opts.Config = config[0]
+	}
+	svc := apptest.New(t, opts)
 	ctx := context.Background()
 	pool := testenv.Pool(t)
 	reg := prometheus.NewRegistry()
@@ -78,7 +83,7 @@ func newRigWith(t *testing.T, tlsServer bool, pump *pumping.Config) *rig {
 		ClientIP: ips.Resolve, StatusOf: api.StatusOf, Now: clock.Now,
 		TextPrice: func(string) float64 { return 0.05 }},
 		console.Deps{Support: svc.Service, Codes: codestore.New(svc.Redis, svc.Prefix, redisbatch.New(svc.Redis, redisbatch.Options{})),
-			AuditLog: w, Audit: reader, Metrics: reg, Failures: failures, Pumping: admin})
+			AuditLog: w, Audit: reader, Metrics: reg, Failures: failures, Pumping: admin, Keys: svc.Service})
 	mux := http.NewServeMux()
 	mux.Handle("/console", con)
 	mux.Handle("/console/", con)

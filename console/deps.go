@@ -30,3 +30,10 @@ type Audit interface {
 	Counts(ctx context.Context, since time.Time) ([]otp.AuditCount, error)
 	Buckets(ctx context.Context, since time.Time, bucket time.Duration) ([]otp.AuditBucket, error)
 }
+
+// Keys looks up and resets the windows of one value of a caller-defined
+// limit key ([[limits.key]]); *otp.Service is one.
+type Keys interface {
+	LimitKeyNames() []string
+	KeyLimits(ctx context.Context, name, value string, reset bool) (otp.SupportView, error)
+}

@@ -86,6 +86,15 @@ func (s *Service) LimitKey(name string) (KeyRules, bool) {
 	return s.cfg.KeyRules[i], true
 }
 
+// LimitKeyNames are the configured limit keys' names, in config order.
+func (s *Service) LimitKeyNames() []string {
+	names := make([]string, len(s.cfg.KeyRules))
+	for i, k := range s.cfg.KeyRules {
+		names[i] = k.Name
+	}
+	return names
+}
+
 // requestSubjects are what a send is counted against: the built-in subjects
 // and the limit keys it names.
 func (s *Service) requestSubjects(phone Phone, req SendRequest) []Subject {

@@ -49,7 +49,7 @@ func consoleEndpoints(cfg *Config, adminToken string, svc *otp.Service, p consol
 		TextPrice:     cfg.textPrice,
 		Warnings:      p.warnings,
 	}, console.Deps{Support: svc, Codes: p.codes, AuditLog: p.auditLog, Audit: p.audit, Pumping: p.pumping,
-		Metrics: p.metrics, Failures: p.failures, Verifications: p.verifications, Events: p.events})
+		Metrics: p.metrics, Failures: p.failures, Verifications: p.verifications, Events: p.events, Keys: svc})
 	serve := func(w http.ResponseWriter, r *http.Request) error {
 		h.ServeHTTP(w, r)
 		return nil
