@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,26 +22,62 @@ import (
 // TestBackendRecipes builds and runs each backend of docs/backend.md, as
 // printed, against the binary: a person at 127.0.0.2 signs up through the
 // backend at 127.0.0.1, and smsgw counts and audits the person's address.
+// The Go backend, on package client, also takes smsgw's signed events.
 func TestBackendRecipes(t *testing.T) {
 	t.Parallel()
+	goMod := markedBlocks(t, "docs/backend.md", "builds the program below with this go.mod")[0]
 	goProgram := markedBlocks(t, "docs/backend.md", "builds and runs this program")[0]
 	nodeProgram := markedBlocks(t, "docs/backend.md", "runs this program with node")[0]
 	if snippet := markedBlocks(t, "README.md", "is the one in docs/backend.md")[0]; !strings.Contains(nodeProgram, snippet) {
 		t.Fatalf("the README's recipe is not the one docs/backend.md runs:\n%s", snippet)
 	}
 	e := newEnv(t)
-	p := start(t, e, backendConfig())
+	// smsgw's events go to the Go backend, at an address chosen first.
+	key := make([]byte, 32)
+	rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	goAddr := testenv.FreeAddr(t)
+	p := startWith(t, e, backendConfig()+fmt.Sprintf(`
+[events]
+poll = "100ms"
+retry_base = "200ms"
+retry_max = "1s"
+
+[[events.webhooks]]
+url = "http://%s/smsgw/events"
+secret_env = "E2E_WEBHOOK_SECRET"
+types = ["verification.approved"]
+`, goAddr), []string{"E2E_WEBHOOK_SECRET=" + secret})
 
 	t.Run("go", func(t *testing.T) {
+		// As the page has it: the backend's module beside a checkout named
+		// smsgw (here a link to this repository).
 		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "main.go"), goProgram)
-		bin := filepath.Join(dir, "backend")
-		build := exec.Command("go", "build", "-o", bin, "main.go")
-		build.Dir = dir
+		root, err := filepath.Abs("..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(root, filepath.Join(dir, "smsgw")); err != nil {
+			t.Fatal(err)
+		}
+		mod := filepath.Join(dir, "backend")
+		if err := os.Mkdir(mod, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(mod, "go.mod"), goMod)
+		writeFile(t, filepath.Join(mod, "main.go"), goProgram)
+		bin := filepath.Join(dir, "backend-bin")
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Dir = mod
+		build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("the Go recipe does not build: %v\n%s", err, out)
 		}
-		driveBackend(t, e, p, startBackend(t, p, bin), "+14155550140")
+		url, out := startBackendAt(t, p, goAddr, []string{"SMSGW_WEBHOOK_SECRET=" + secret}, bin)
+		driveBackend(t, e, p, url, "+14155550140")
+		testenv.WaitFor(t, 60*time.Second, "the backend to log the approval event", func() bool {
+			return strings.Contains(out.String(), "event verification.approved ") && strings.Contains(out.String(), " +14155550140 ")
+		})
 	})
 	t.Run("node", func(t *testing.T) {
 		node, err := exec.LookPath("node")
@@ -47,17 +86,18 @@ func TestBackendRecipes(t *testing.T) {
 		}
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "backend.mjs"), nodeProgram)
-		driveBackend(t, e, p, startBackend(t, p, node, filepath.Join(dir, "backend.mjs")), "+14155550141")
+		url, _ := startBackendAt(t, p, testenv.FreeAddr(t), nil, node, filepath.Join(dir, "backend.mjs"))
+		driveBackend(t, e, p, url, "+14155550141")
 	})
 }
 
-// startBackend runs a recipe's backend in front of p and waits until it
-// listens.
-func startBackend(t *testing.T, p *process, command ...string) string {
+// startBackendAt runs a recipe's backend in front of p, listening on addr
+// with env added, and waits until it listens. It returns its URL and its
+// output so far.
+func startBackendAt(t *testing.T, p *process, addr string, env []string, command ...string) (string, *testenv.Buffer) {
 	t.Helper()
-	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), "LISTEN="+addr, "SMSGW_URL="+p.URL, "SMSGW_API_KEY="+backendKey)
+	cmd.Env = append(append(os.Environ(), "LISTEN="+addr, "SMSGW_URL="+p.URL, "SMSGW_API_KEY="+backendKey), env...)
 	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -77,7 +117,7 @@ func startBackend(t *testing.T, p *process, command ...string) string {
 		}
 		return err == nil
 	})
-	return "http://" + addr
+	return "http://" + addr, out
 }
 
 // person is a browser at 127.0.0.2, another address than the backend's.
