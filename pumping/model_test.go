@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,31 +35,34 @@ func TestMatchesReferenceModel(t *testing.T) {
 	if s := os.Getenv("SMSGW_MODEL_STEPS"); s != "" {
 		steps, _ = strconv.Atoi(s)
 	}
-	const runs = 4 // each with a configuration of its own
+	// Four runs per layout, each with a configuration of its own, at
+	// once: a step waits mostly on its round trip.
+	const runs = 4
 	for _, cluster := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
-			rdb, prefix := testenv.Redis(t)
-			for run := range runs {
+		for run := range runs {
+			t.Run(fmt.Sprintf("cluster=%v/run=%d", cluster, run), func(t *testing.T) {
+				t.Parallel()
+				rdb, prefix := testenv.Redis(t)
 				rng := rand.New(rand.NewPCG(seed, uint64(run)<<1|b2u(cluster)))
-				h := newModelHarness(t, rdb, fmt.Sprintf("%sr%d:", prefix, run), cluster, randomModelConfig(rng))
+				h := newModelHarness(t, rdb, prefix, cluster, randomModelConfig(rng))
 				for range steps / runs {
 					h.step(randomModelStep(rng))
 					if t.Failed() {
-						t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it), run %d", seed, seed, run)
+						t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it)", seed, seed)
 					}
 				}
 				h.flush()
 				if t.Failed() {
-					t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it), run %d", seed, seed, run)
+					t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it)", seed, seed)
 				}
 				h.checkAll()
 				h.cleanup()
 				if t.Failed() {
-					t.Fatalf("seed %d, run %d: the final keyspace differs", seed, run)
+					t.Fatalf("seed %d: the final keyspace differs", seed)
 				}
 				h.logCoverage()
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -100,20 +104,21 @@ var modelPrefixes = []struct {
 }{{"+234805123", 13}, {"+234803123", 13}, {"+49176123", 13}, {"+49151123", 13}, {"+447400", 12}, {"+447797", 12},
 	{"+447911", 12}, {"+1415555", 11}, {"+3712123", 11}}
 
-func modelPhones(t testing.TB) []otp.Phone {
+// modelPhones are the numbers, parsed once.
+var modelPhones = sync.OnceValue(func() []otp.Phone {
 	var out []otp.Phone
 	for _, pre := range modelPrefixes {
 		for _, tail := range []int{0, 1, 7, 42, 99, 100, 357, 1000, 4242, 9999} {
 			raw := fmt.Sprintf("%s%0*d", pre.prefix, pre.digits+1-len(pre.prefix), tail)
 			p, err := otp.ParsePhone(raw, "")
 			if err != nil {
-				t.Fatalf("%s: %v", raw, err)
+				panic(raw + ": " + err.Error())
 			}
 			out = append(out, p)
 		}
 	}
 	return out
-}
+})
 
 // The callers: IPv4 addresses sharing /24s and /16s, IPv6 sharing /64s up
 // to /32s, and none (no caller group).
