@@ -254,23 +254,28 @@ func (g *Guard) wider(rule, subject string, keys []string) []liftTarget {
 // a country and an operator serve their signed sends while over budget.
 func restricts(rule string) bool { return rule == RuleCountry || rule == RuleOperator }
 
-// restriction reads a country's (or an operator's) restricted state from its hash (see
-// decide.lua): nil when it is not restricted now.
+// restrictionFields are the fields restriction reads.
+var restrictionFields = []string{fieldRestrictedSince, fieldRestrictedUntil, fieldTripUsed, fieldTripBudget,
+	fieldTripHour, fieldRefused, fieldServedReturning, fieldServedNetwork, fieldServedChallenge}
+
+// restriction reads a country's (or an operator's) restricted state from
+// its hash (see decide.lua): nil when it is not restricted now.
 func (g *Guard) restriction(ctx context.Context, key string, now time.Time) (*otp.CountryRestriction, error) {
-	v, err := g.rdb.HMGet(ctx, key, "rs", "rx", "ru", "rb", "rh", "nq", "nr", "nn", "nc").Result()
+	v, err := g.rdb.HMGet(ctx, key, restrictionFields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("pumping: holds: %w", err)
 	}
-	n := make([]int64, len(v))
+	n := make(map[string]int64, len(v))
 	for i, x := range v {
 		if s, ok := x.(string); ok {
-			n[i], _ = strconv.ParseInt(s, 10, 64)
+			n[restrictionFields[i]], _ = strconv.ParseInt(s, 10, 64)
 		}
 	}
-	if n[1] <= now.UnixMilli() {
+	if n[fieldRestrictedUntil] <= now.UnixMilli() {
 		return nil, nil
 	}
-	return &otp.CountryRestriction{Since: time.UnixMilli(n[0]), Until: time.UnixMilli(n[1]),
-		Unverified: float64(n[2]), Budget: float64(n[3]), Hour: n[4] == 1,
-		Refused: n[5], ServedReturning: n[6], ServedNetwork: n[7], ServedChallenge: n[8]}, nil
+	return &otp.CountryRestriction{Since: time.UnixMilli(n[fieldRestrictedSince]), Until: time.UnixMilli(n[fieldRestrictedUntil]),
+		Unverified: float64(n[fieldTripUsed]), Budget: float64(n[fieldTripBudget]), Hour: n[fieldTripHour] == 1,
+		Refused: n[fieldRefused], ServedReturning: n[fieldServedReturning], ServedNetwork: n[fieldServedNetwork],
+		ServedChallenge: n[fieldServedChallenge]}, nil
 }

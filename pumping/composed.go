@@ -13,7 +13,7 @@ import (
 
 // DecideLua is decide.lua, for a script that runs it inside its own with a
 // send's other parts (package sendscript).
-func DecideLua() string { return luascript.Source(luaFiles, "decide.lua") }
+func DecideLua() string { return luascript.Source(luaFiles, "decide.lua", fieldsLua) }
 
 // Decision is one send's pumping decision prepared as one decide.lua call,
 // for a script that runs decide.lua inside its own. Its reservation is the

@@ -254,7 +254,7 @@ func TestAbroadLedgerRestrictsInShadowMode(t *testing.T) {
 			t.Fatalf("send %d refused in shadow mode: %+v", i, r.Refused)
 		}
 	}
-	v, err := f.rdb.HMGet(context.Background(), f.prefix+"pump:{d:US}:cf", "rs", "rx").Result()
+	v, err := f.rdb.HMGet(context.Background(), f.prefix+"pump:{d:US}:cf", fieldRestrictedSince, fieldRestrictedUntil).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

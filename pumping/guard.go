@@ -49,15 +49,15 @@ type Guard struct {
 }
 
 // luaFiles are the package's scripts, each loaded after the prelude every
-// script shares (package luascript).
+// script shares (package luascript) and the hash fields' names (fields.go).
 //
 //go:embed *.lua
 var luaFiles embed.FS
 
 var (
-	decideScript  = luascript.Script(luaFiles, "decide.lua")
-	approveScript = luascript.Script(luaFiles, "approve.lua")
-	releaseScript = luascript.Script(luaFiles, "release.lua")
+	decideScript  = luascript.Script(luaFiles, "decide.lua", fieldsLua)
+	approveScript = luascript.Script(luaFiles, "approve.lua", fieldsLua)
+	releaseScript = luascript.Script(luaFiles, "release.lua", fieldsLua)
 )
 
 var (

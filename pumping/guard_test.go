@@ -402,7 +402,7 @@ func TestShadowRestrictsTheCountry(t *testing.T) {
 	}
 	check := func(texts int, since, until time.Time) {
 		t.Helper()
-		v, err := f.rdb.HMGet(ctx, key, "S", "rs", "rx").Result()
+		v, err := f.rdb.HMGet(ctx, key, fieldTexts, fieldRestrictedSince, fieldRestrictedUntil).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

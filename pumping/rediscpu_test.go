@@ -220,7 +220,7 @@ return 1`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		other := redis.NewScript(luascript.Prelude() + string(src)) // as pumping loads its own
+		other := redis.NewScript(luascript.Prelude() + pumping.FieldsLua + string(src)) // as pumping loads its own
 		parts = append(parts[:2:2], append([]part{{"decide.lua from " + path, func(prefix string, i int) []scriptCall {
 			_, g, _, _ := built(prefix)
 			ph, ip := fresh(b, i)

@@ -788,7 +788,8 @@ func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 				for _, sb := range g.destination(u.phone).subjects {
 					if sb.kind == 'c' {
 						for _, k := range []string{sb.key, sb.foreign} {
-							m, _ := g.rdb.HMGet(context.Background(), k, "S", "A", "rs", "rx", "ru", "rb", "rh", "nq").Result()
+							m, _ := g.rdb.HMGet(context.Background(), k, fieldTexts, fieldApproved, fieldRestrictedSince,
+								fieldRestrictedUntil, fieldTripUsed, fieldTripBudget, fieldTripHour, fieldRefused).Result()
 							fmt.Fprintf(os.Stderr, "   %s S A rs rx ru rb rh nq %v\n", k, m)
 						}
 					}
@@ -797,7 +798,8 @@ func (s *sim) handle(p policy, now time.Time, e event, q *queue) {
 					if sb.sub != "" {
 						m, _ := g.rdb.HGetAll(context.Background(), sb.sub).Result()
 						cur := now.UnixMilli() / 3600000
-						fmt.Fprintf(os.Stderr, "   %s S=%s A=%s s=%s,%s a=%s,%s\n", sb.id, m["S"], m["A"], m[fmt.Sprint("s", cur)], m[fmt.Sprint("s", cur-1)], m[fmt.Sprint("a", cur)], m[fmt.Sprint("a", cur-1)])
+						fmt.Fprintf(os.Stderr, "   %s S=%s A=%s s=%s,%s a=%s,%s\n", sb.id, m[fieldTexts], m[fieldApproved],
+							m[fmt.Sprint(fieldTextsIn, cur)], m[fmt.Sprint(fieldTextsIn, cur-1)], m[fmt.Sprint(fieldApprovedIn, cur)], m[fmt.Sprint(fieldApprovedIn, cur-1)])
 					}
 				}
 			}

@@ -6,6 +6,7 @@ package luascript
 import (
 	_ "embed"
 	"io/fs"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,20 +15,23 @@ import (
 var prelude string
 
 // Source is the script named name in fsys (a package's //go:embed *.lua)
-// as it runs: the prelude, then the file. It is self-contained, so a
-// script may also run it inside its own (wrapped as a local function of
-// KEYS and ARGV). A file that is not there panics: the package was built
-// without it.
-func Source(fsys fs.FS, name string) string {
+// as it runs: the prelude, then the package's own declarations (decls,
+// e.g. pumping's hash fields, generated from Go so both sides share one
+// declaration), then the file. It is self-contained, so a script may also
+// run it inside its own (wrapped as a local function of KEYS and ARGV). A
+// file that is not there panics: the package was built without it.
+func Source(fsys fs.FS, name string, decls ...string) string {
 	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		panic("luascript: " + err.Error())
 	}
-	return prelude + string(b)
+	return prelude + strings.Join(decls, "") + string(b)
 }
 
 // Script is Source ready to run (EVALSHA, loaded on NOSCRIPT).
-func Script(fsys fs.FS, name string) *redis.Script { return redis.NewScript(Source(fsys, name)) }
+func Script(fsys fs.FS, name string, decls ...string) *redis.Script {
+	return redis.NewScript(Source(fsys, name, decls...))
+}
 
 // Prelude is what Source puts before every script, for a script read from
 // elsewhere (a benchmark measuring another version of a file).
