@@ -8,15 +8,17 @@
 -- primary the service passes every group in one call.
 --
 -- Every subject is a hash counting over a window of `nb` buckets of
--- `bucket_ms` (24 one-hour buckets by default):
---   b        the oldest bucket still inside the window
---   S, A     the window's sums: texts counted, codes approved
---   s<x>     texts counted in bucket x; a<x> codes approved in bucket x
---   d<day>   codes approved in window-long "day" `day`
---   pk, pd   the largest d over the 14 days before pd (the learned baseline)
--- A subject's unverified texts are U = S - A, counted the moment a text is
--- sent (an approval gives it back), and its budget is
---   floor + ratio * max(A, hour_factor * approvals in the last hour, pk)
+-- `bucket_ms` (24 one-hour buckets by default). Its fields are named in F,
+-- the table pumping/fields.go declares and puts before this script:
+--   F.oldest            the oldest bucket still inside the window
+--   F.texts, F.approved the window's sums: texts counted, codes approved
+--   F.textsIn .. x      texts counted in bucket x (F.approvedIn: approvals)
+--   F.approvedOn .. d   codes approved in window-long "day" d
+--   F.peak, F.peakDay   the largest day over the 14 days before F.peakDay
+--                       (the learned baseline)
+-- A subject's unverified texts are U = texts - approved, counted the moment
+-- a text is sent (an approval gives it back), and its budget is
+--   floor + ratio * max(approved, hour_factor * approvals in the last hour, peak)
 -- so a subject whose codes are approved earns room in proportion, a quiet
 -- one keeps its cold-start floor, and a range or country with weeks of
 -- history keeps its learned room through a slow hour.
@@ -32,8 +34,10 @@
 -- hour's approvals, so a surge nobody verifies counts at once. A country
 -- over either budget is restricted for `restrict_ms`: sends without a sign
 -- of a real user are refused, the others are served and counted in the
--- country hash (fields rs since, rx until, ru/rb/rh why, nq refused, nr/nn/nc
--- served by a returning number, a network, a solved challenge).
+-- country hash (F.restrictedSince, F.restrictedUntil, why in F.tripUsed,
+-- F.tripBudget, F.tripHour, F.refused, and served by a returning number, a
+-- network, a solved challenge in F.servedReturning, F.servedNetwork,
+-- F.servedChallenge).
 --
 -- An operator (the country's numbers one mobile operator owns, as
 -- libphonenumber's prefix data names it) is a subject of the same kind,
@@ -46,17 +50,22 @@
 --
 -- The protocol (KEYS, the ARGV positions, the reply) is documented once, in
 -- decide.go: decideArgs builds ARGV, decideSubject says each kind's triple
--- and keys, parseDecideReply reads the reply {verdict, rule, U, B, retry_ms,
--- near, nearU, nearB, bucket, new, signal, cnew}. In short: ARGV is now|"",
--- bucket_ms, nb, mode (0 enforce, 1 shadow, 2 bypass), ratio, hour_factor,
--- restrict_ms, phone, netid, n, record, probe_ms, signal, "tail days", then
--- n triples (kind, p1, p2); verdict 1 counted, 0 refused (nothing
--- counted), 2 counted although rule `rule` would refuse (shadow), 3 ask
--- again with the caller's signal (nothing counted).
+-- and keys, parseDecideReply reads the reply (see `reply` below). In short:
+-- ARGV is now|"", bucket_ms, nb, mode (0 enforce, 1 shadow, 2 bypass),
+-- ratio, hour_factor, restrict_ms, phone, netid, n, record, probe_ms,
+-- signal, "tail days", then n triples (kind, p1, p2); verdict 1 counted, 0
+-- refused (nothing counted), 2 counted although rule `rule` would refuse
+-- (shadow), 3 ask again with the caller's signal (nothing counted).
+--
+-- Reading order: the call's arguments; a subject's window (load, store,
+-- wait); the phone's record and the subjects; the signs of a real user;
+-- one decide function per kind of subject (decideMoney, decideRange,
+-- decideNetwork, decideSigned: an operator or a country); then the main
+-- body, which decides every subject, and refuses or counts.
 local now = clock(1000) -- the prelude's (internal/luascript)
 local bucket, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 local mode, ratio, hourf = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local restrict, phone, netid = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local restrict, netid, n = tonumber(ARGV[7]), ARGV[9], tonumber(ARGV[10])
 local probe = tonumber(ARGV[12]) or 0
 local netsig = ARGV[13]
 local tail, retdays = string.match(ARGV[14], '(%d*) (%d+)')
@@ -68,72 +77,114 @@ local day = math.floor(cur / nb)
 local window = bucket * nb
 local keep = 2 * window
 
--- load reads a subject in one call and moves its window to now, dropping the
--- buckets that left it, and refreshes its learned baseline once a day. The
--- returned state carries S, A, pk, the current bucket's count, the approvals
--- of the last hour (the previous bucket weighted by what of it is still
--- inside the hour), and x: when the key expires, as this script and
--- approve.lua last set it (so a send costs no PTTL call).
-local fs0, fs1, fa0, fa1 = 's' .. cur, 's' .. (cur - 1), 'a' .. cur, 'a' .. (cur - 1)
--- The fields each kind of subject reads, the ones every kind needs first:
--- fewer fields a read are fewer strings made on both sides of redis.call.
--- A learning subject also reads its baseline (pk, pd), a network its probe
--- time (pr), a country its restriction (rx).
-local base = {'b', 'S', 'A', fa0, fa1, fs0, fs1, 'x'}
+-- The send's state, shared by the functions below. The phone's record
+-- (readRecord): whether the number is counted in this window, approved,
+-- counted in its country (recu), its challenge ledger (reck), its ledger
+-- of foreign networks (recf), or has marks left from an older window
+-- (stale). again: the number was texted three times since it was counted
+-- or its code approved (its resends), and this text counts in the country
+-- as a new number would, and is no returning user's. A resend is free so
+-- that a user whose text is late is not counted twice; more than two are
+-- not, or a handful of numbers admitted once could be texted at the phone
+-- windows' pace (240 a day each) from rotating networks at no rule's
+-- expense. The ranges keep counting a number once: the country sees a
+-- spread of resends over many ranges, and a range's own numbers are its
+-- measure. free: a free resend in the call that holds the number's record
+-- (one primary): the caller's networks' budgets do not count it either
+-- (on Cluster the caller's call is given it back: Guard.conclude); their
+-- ledgers of texts to the country, which make their sign, do.
+local rec, counted, verified, recu, reck, recf, stale = nil, false, false, false, false, false, false
+local again, resends, free = false, 0, false
+-- The subjects (readSubjects) and their state, read lazily (get): a
+-- country's decision reads the caller's networks before their own turn.
+local subj, state = {}, {}
+-- The outcome: the first refusing subject (rule) with its unverified
+-- texts, budget and wait; the subject nearest its budget; whether a
+-- refusing country needs the caller's signal it was not told.
+local rule, ru, rb, retry = 0, 0, 0, 0
+local near, nearu, nearb, nearr = 0, 0, 0, 0.5
+local unknown = false
+
+-- A subject's window ------------------------------------------------------
+
+-- The fields load reads of every subject first, then its kind's: a
+-- learning subject's baseline, a network's probe time, a country's
+-- restriction. Fewer fields a read are fewer strings made on both sides of
+-- redis.call. load names HMGET's answers in this order.
+local fs0, fs1 = F.textsIn .. cur, F.textsIn .. (cur - 1)
+local fa0, fa1 = F.approvedIn .. cur, F.approvedIn .. (cur - 1)
+local base = {F.oldest, F.texts, F.approved, fa0, fa1, fs0, fs1, F.expires}
 local function fields(...)
   local f = {unpack(base)}
   for _, x in ipairs({...}) do f[#f + 1] = x end
   return f
 end
-local learned = fields('pk', 'pd')
-local readFields = {r = learned, n = fields('pk', 'pd', 'pr'), c = fields('pk', 'pd', 'rx'), m = base}
+local learned = fields(F.peak, F.peakDay)
+local readFields = {r = learned, n = fields(F.peak, F.peakDay, F.probed), c = fields(F.peak, F.peakDay, F.restrictedUntil), m = base}
 readFields.N = readFields.n
 
+-- bucketField says whether a field is one bucket's count.
+local function bucketField(f)
+  return f ~= F.texts and f ~= F.approved and
+    (string.sub(f, 1, #F.textsIn) == F.textsIn or string.sub(f, 1, #F.approvedIn) == F.approvedIn)
+end
+
+-- slide moves a subject's window to now: the buckets that left it are
+-- dropped and taken off its sums (all at once when every one left).
+local function slide(st, b)
+  if b == nil or b >= oldest then
+    st.b = b or oldest
+    return
+  end
+  if oldest - b >= nb then
+    local stale = {}
+    for _, f in ipairs(redis.call('HKEYS', st.key)) do
+      if bucketField(f) then stale[#stale + 1] = f end
+    end
+    if #stale > 0 then redis.call('HDEL', st.key, unpack(stale)) end
+    st.S, st.A, st.scur, st.sprev, st.wiped = 0, 0, 0, 0, true
+  else
+    for x = b, oldest - 1 do
+      local s, a = unpack(redis.call('HMGET', st.key, F.textsIn .. x, F.approvedIn .. x))
+      st.S = st.S - (tonumber(s) or 0)
+      st.A = st.A - (tonumber(a) or 0)
+      if x == cur - 1 then st.sprev = 0 end -- a one-bucket window
+      redis.call('HDEL', st.key, F.textsIn .. x, F.approvedIn .. x)
+    end
+  end
+  st.b = oldest
+  redis.call('HSET', st.key, F.oldest, oldest, F.texts, st.S, F.approved, st.A)
+end
+
+-- relearn refreshes a subject's learned baseline, once a day: the most
+-- approvals of a day over the 14 days before this one.
+local function relearn(st)
+  local pk = 0
+  for d = day - 14, day - 1 do
+    pk = math.max(pk, tonumber(redis.call('HGET', st.key, F.approvedOn .. d)) or 0)
+  end
+  redis.call('HDEL', st.key, F.approvedOn .. (day - 15))
+  redis.call('HSET', st.key, F.peak, pk, F.peakDay, day)
+  st.pk = pk
+end
+
+-- load reads a subject in one call and moves its window to now. The
+-- returned state carries S, A, pk, the current bucket's count, the
+-- approvals of the last hour (the previous bucket weighted by what of it
+-- is still inside the hour), and x: when the key expires, as this script
+-- and approve.lua last set it (so a send costs no PTTL call).
 local function load(key, learn, kind)
   local fl = base
   if learn then fl = readFields[kind] or learned end
-  local v = redis.call('HMGET', key, unpack(fl))
-  local st = {key = key, S = tonumber(v[2]) or 0, A = tonumber(v[3]) or 0, pk = tonumber(v[9]) or 0,
-    scur = tonumber(v[6]) or 0, sprev = tonumber(v[7]) or 0, x = tonumber(v[8]), new = v[1] == false}
-  if kind == 'c' then st.rx = tonumber(v[11]) elseif fl[11] == 'pr' then st.pr = tonumber(v[11]) end
-  local b = tonumber(v[1])
-  if b == nil then
-    b = oldest
-  elseif b < oldest then
-    if oldest - b >= nb then
-      -- Everything left the window: drop every bucket at once.
-      local stale = {}
-      for _, f in ipairs(redis.call('HKEYS', key)) do
-        local k = string.sub(f, 1, 1)
-        if (k == 's' or k == 'a') and f ~= 'S' and f ~= 'A' then stale[#stale + 1] = f end
-      end
-      if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-      st.S, st.A, st.scur, st.sprev, st.wiped = 0, 0, 0, 0, true
-    else
-      for x = b, oldest - 1 do
-        local r = redis.call('HMGET', key, 's' .. x, 'a' .. x)
-        st.S = st.S - (tonumber(r[1]) or 0)
-        st.A = st.A - (tonumber(r[2]) or 0)
-        if x == cur - 1 then st.sprev = 0 end -- a one-bucket window
-        redis.call('HDEL', key, 's' .. x, 'a' .. x)
-      end
-    end
-    b = oldest
-    redis.call('HSET', key, 'b', b, 'S', st.S, 'A', st.A)
-  end
-  if learn and tonumber(v[10]) ~= day and (v[1] ~= false) then
-    local pk = 0
-    for d = day - 14, day - 1 do
-      pk = math.max(pk, tonumber(redis.call('HGET', key, 'd' .. d)) or 0)
-    end
-    redis.call('HDEL', key, 'd' .. (day - 15))
-    redis.call('HSET', key, 'pk', pk, 'pd', day)
-    st.pk = pk
-  end
-  st.hour = (tonumber(v[4]) or 0) + (tonumber(v[5]) or 0) * (1 - frac)
+  local b, S, A, acur, aprev, scur, sprev, x, pk, pd, extra = unpack(redis.call('HMGET', key, unpack(fl)))
+  local st = {key = key, S = tonumber(S) or 0, A = tonumber(A) or 0, pk = tonumber(pk) or 0,
+    scur = tonumber(scur) or 0, sprev = tonumber(sprev) or 0, x = tonumber(x), new = b == false}
+  if kind == 'c' then st.rx = tonumber(extra) elseif fl == readFields.n then st.pr = tonumber(extra) end
+  slide(st, tonumber(b))
+  if learn and tonumber(pd) ~= day and not st.new then relearn(st) end
+  st.hour = (tonumber(acur) or 0) + (tonumber(aprev) or 0) * (1 - frac)
   -- The last hour's unverified texts, for the short horizon.
   st.uh = math.max(st.scur + st.sprev * (1 - frac) - st.hour, 0)
-  st.b = b
   return st
 end
 
@@ -147,10 +198,10 @@ local function store(st, counted, extra)
   local f = extra or {}
   if counted then
     f[#f + 1], f[#f + 2] = fs0, st.scur
-    f[#f + 1], f[#f + 2] = 'S', st.S
-    f[#f + 1], f[#f + 2] = 'b', st.b
+    f[#f + 1], f[#f + 2] = F.texts, st.S
+    f[#f + 1], f[#f + 2] = F.oldest, st.b
   end
-  if st.probe then f[#f + 1], f[#f + 2] = 'pr', now end
+  if st.probe then f[#f + 1], f[#f + 2] = F.probed, now end
   local x = st.x
   if x == nil and not st.new then
     -- Written before expiries were kept in the hash: ask once.
@@ -160,7 +211,7 @@ local function store(st, counted, extra)
   if #f == 0 and st.new then return end -- nothing to keep
   local refresh = x == nil or x - now < keep - bucket
   if refresh then x = now + keep end
-  if x ~= st.x then f[#f + 1], f[#f + 2] = 'x', x end
+  if x ~= st.x then f[#f + 1], f[#f + 2] = F.expires, x end
   if #f > 0 then redis.call('HSET', st.key, unpack(f)) end
   if refresh then redis.call('PEXPIRE', st.key, keep) end
   st.x, st.new = x, false
@@ -169,84 +220,63 @@ end
 -- wait is how long until dropping old buckets brings u under budget.
 local function wait(key, u, budget, b, counted_is_u)
   for x = b, cur do
-    local r = redis.call('HMGET', key, 's' .. x, 'a' .. x)
-    local s, a = tonumber(r[1]) or 0, tonumber(r[2]) or 0
+    local s, a = unpack(redis.call('HMGET', key, F.textsIn .. x, F.approvedIn .. x))
+    s, a = tonumber(s) or 0, tonumber(a) or 0
     if counted_is_u then u = u - s else u = u - (s - a) end
     if u < budget then return (x + nb) * bucket - now end
   end
   return window
 end
 
-local n = tonumber(ARGV[10])
-local ki, ai = 1, 15
-local rec, counted, verified, recu, reck, recf, stale = nil, false, false, false, false, false, false
--- again: the number was texted three times since it was counted or its
--- code approved (field t), and this text counts in the country as a new number
--- would, and is no returning user's. A resend is free so that a user
--- whose text is late is not counted twice; more than two are not, or a
--- handful of numbers admitted once could be texted at the phone windows'
--- pace (240 a day each) from rotating networks at no rule's expense. The
--- ranges keep counting a number once: the country sees a spread of
--- resends over many ranges, and a range's own numbers are its measure.
-local again, resends = false, 0
-if ARGV[11] == '1' then
+-- earned is a subject's budget: its floor, and ratio times the most of
+-- its approvals over the window, over the last hour (times hour_factor)
+-- and its learned baseline.
+local function earned(floor, st)
+  return floor + ratio * math.max(st.A, hourf * st.hour, st.pk)
+end
+
+-- restrictedNow says whether a country's (or a ledger's) restriction runs.
+local function restrictedNow(st)
+  return st.rx ~= nil and st.rx > now
+end
+
+-- The record and the subjects -------------------------------------------
+
+-- readRecord reads the phone's record (KEYS[1]) into the send's state.
+local function readRecord()
   rec = KEYS[1]
-  ki = 2
-  local r = redis.call('HMGET', rec, 'h', 'v', 'u', 'k', 'f', 't')
-  local h = tonumber(r[1])
+  local h, v, u, k, f, t = unpack(redis.call('HMGET', rec, F.recBucket, F.recApproved, F.recCountry,
+    F.recChallenge, F.recForeign, F.recResends))
+  h = tonumber(h)
   counted = h ~= nil and h >= oldest
-  resends = tonumber(r[6]) or 0
+  resends = tonumber(t) or 0
   again = counted and resends >= 3
-  verified = r[2] ~= false
-  recu = counted and r[3] ~= false
-  reck = counted and r[4] ~= false
-  recf = counted and r[5] ~= false
-  stale = not counted and (r[3] ~= false or r[4] ~= false or r[5] ~= false)
-end
--- A free resend in the call that holds the number's record (one primary):
--- the caller's networks' budgets do not count it either (on Cluster the
--- caller's call is given it back: Guard.conclude); their ledgers of texts
--- to the country, which make their sign, do.
-local free = rec ~= nil and counted and not again
-local function network(kind) return kind == 'n' or kind == 'N' end
-
--- refusedInHour counts one more send a ledger of networks known abroad
--- refused over its budget or while restricted, within the hour since the
--- first of them (fields oq, ot), and returns the count; the write is
--- ledgerWrites'.
-local function refusedInHour(led)
-  local o = redis.call('HMGET', led.key, 'oq', 'ot')
-  local oq, ot = tonumber(o[1]) or 0, tonumber(o[2]) or 0
-  if now - ot >= bucket then oq, ot = 0, now end
-  oq = oq + 1
-  led.over = {'oq', oq, 'ot', ot}
-  return oq
+  verified = v ~= false
+  recu = counted and u ~= false
+  reck = counted and k ~= false
+  recf = counted and f ~= false
+  stale = not counted and (u ~= false or k ~= false or f ~= false)
+  free = counted and not again
 end
 
--- ledgerWrites is what a send changed in a ledger besides its counts: its
--- restriction tripped or renewed, and its refusals in the hour (nil when
--- nothing).
-local function ledgerWrites(led)
-  if led.over == nil then return led.trip end
-  local f = {unpack(led.over)}
-  for _, x in ipairs(led.trip or {}) do f[#f + 1] = x end
-  return f
-end
--- The subjects, read lazily: a country's decision reads the caller's
--- networks before their own turn.
-local subj, state = {}, {}
-for i = 1, n do
-  local sb = {kind = ARGV[ai], p1 = ARGV[ai + 1], p2 = ARGV[ai + 2], key = KEYS[ki]}
-  ai, ki = ai + 3, ki + 1
-  if sb.kind == 'c' then
-    sb.ch, sb.ret, sb.fo = KEYS[ki], KEYS[ki + 1], KEYS[ki + 2]
-    ki = ki + 3
-  elseif sb.kind == 'N' then
-    sb.sub = KEYS[ki]
-    ki = ki + 1
+-- readSubjects reads the n subjects' triples and keys, from KEYS[ki].
+local function readSubjects(ki)
+  local ai = 15
+  for i = 1, n do
+    local sb = {kind = ARGV[ai], p1 = ARGV[ai + 1], p2 = ARGV[ai + 2], key = KEYS[ki]}
+    ai, ki = ai + 3, ki + 1
+    if sb.kind == 'c' then
+      sb.ch, sb.ret, sb.fo = KEYS[ki], KEYS[ki + 1], KEYS[ki + 2]
+      ki = ki + 3
+    elseif sb.kind == 'N' then
+      sb.sub = KEYS[ki]
+      ki = ki + 1
+    end
+    subj[i] = sb
   end
-  subj[i] = sb
 end
+
+-- get is subject i's state, loaded on first use.
 local function get(i)
   local st = state[i]
   if st == nil then
@@ -258,6 +288,10 @@ local function get(i)
   end
   return st
 end
+
+local function network(kind) return kind == 'n' or kind == 'N' end
+
+-- The signs of a real user -----------------------------------------------
 
 -- good says whether a network level's own codes to this country are
 -- approved: some approval, and at most as many texts unverified as
@@ -330,214 +364,291 @@ local function signs(ret)
   return sig, ns
 end
 
-local verdict, rule, ru, rb, retry = 1, 0, 0, 0, 0
-local near, nearu, nearb, nearr = 0, 0, 0, 0.5
-local unknown = false
+-- The field a restricted subject counts a signed send it served in.
+local served = {r = F.servedReturning, n = F.servedNetwork, c = F.servedChallenge}
 
-for i = 1, n do
-  local kind, p1, p2 = subj[i].kind, subj[i].p1, subj[i].p2
-  local key = subj[i].key
-  local st = get(i)
-  local u, budget
-  if kind == 'm' then
-    local price = tonumber(p1)
-    local hb, db = string.match(p2, '(%d+) (%d+)')
-    hb, db = tonumber(hb), tonumber(db)
-    local S, b = st.S, st.b
-    local hour = st.scur + st.sprev * (1 - frac)
-    st.price = price
-    st.refuse = false
-    if hb > 0 and hour + price > hb then
-      u, budget, st.refuse = hour, hb, true
-      st.retry = (cur + 1) * bucket - now
-    elseif db > 0 and S + price > db then
-      u, budget, st.refuse = S, db, true
-      if rule == 0 and mode ~= 1 then st.retry = wait(key, S + price, db + 1, b, true) end
-    elseif db > 0 then
-      u, budget = S, db
-    else
-      u, budget = hour, hb
-    end
-  elseif kind == 'c' then
-    local floor = tonumber(p1)
-    local restricted = st.rx ~= nil and st.rx > now
-    -- The signs of a real user, cheapest first: the same for every
-    -- subject of this kind (an operator, its country), read once.
-    local sig, ns = signs(subj[i].ret)
-    if ns == '2' then
-      st.abroad = true
-    elseif ns == '?' then
-      st.unknown = true
-    end
-    st.sig = sig
-    u = math.max(st.S - st.A, 0)
-    budget = floor + ratio * math.max(st.A, hourf * st.hour, st.pk)
-    if sig == 'c' then
-      -- A solved challenge passes, within the budget its own kind earns: a
-      -- solving farm's sends are not approved, real people's are.
-      local ch = load(subj[i].ch, true, 'ch')
-      st.ch = ch
-      local add = 1
-      if reck and not again then add = 0 end
-      st.chadd = add
-      u = math.max(ch.S - ch.A, 0)
-      budget = floor + ratio * math.max(ch.A, hourf * ch.hour, ch.pk)
-      if u + add > budget and p2 == '1' then
-        st.refuse = true
-        st.retry = wait(subj[i].ch, u + add, budget + 1, ch.b, false)
-      end
-    end
-    if sig == nil then
-      -- The ledger this send counts in: the country's, or, from a network
-      -- known abroad, the country's ledger of foreign networks, with
-      -- a third of its floor, so a spread from proxies abroad restricts
-      -- those networks without restricting the country's own users.
-      local led, lfloor = st, floor
-      if st.abroad then
-        led = load(subj[i].fo, true, 'c')
-        lfloor = math.max(math.floor(floor / 3), 1)
-        st.fo = led
-      end
-      local lrestricted = led.rx ~= nil and led.rx > now
-      -- A resend to a number already counted is one of u.
-      local add = 1
-      if (recu or recf) and not again then add = 0 end
-      u = math.max(led.S - led.A, 0)
-      budget = lfloor + ratio * math.max(led.A, hourf * led.hour, led.pk)
-      local bh = lfloor + ratio * led.hour
-      local over = u + add > budget
-      local overh = led.uh + add > bh
-      if overh and not over then u, budget = led.uh, bh end
-      local trip = over or overh
-      if trip and st.abroad and not lrestricted then
-        -- Real travellers come in bursts: a ledger of networks known
-        -- abroad refuses the sends over its budget, and is restricted
-        -- only at the third such refusal within an hour (a spread
-        -- reaches it within minutes; an hour of travellers seldom).
-        trip = refusedInHour(led) >= 3
-      end
-      if trip then
-        local f = {'rx', now + restrict}
-        if not lrestricted then
-          -- The refusals that led to the trip are the restriction's.
-          local nq = 0
-          if led.over then nq = led.over[2] - 1 end
-          f = {'rx', now + restrict, 'rs', now, 'ru', math.floor(u + add), 'rb', math.floor(budget),
-            'rh', (overh and not over) and 1 or 0, 'nq', nq, 'nr', 0, 'nn', 0, 'nc', 0}
-        end
-        led.trip = f
-        led.rx = now + restrict
-        lrestricted = true
-      elseif st.abroad and lrestricted and add == 1 then
-        -- Sends from abroad still arriving while their ledger is
-        -- restricted keep it restricted, the room travellers earn it
-        -- theirs again only once the spread stops: while the sends it
-        -- refused within the hour are more than its floor and twice the
-        -- travellers' approvals of an average hour. Real travellers alone
-        -- let it lapse (each of them renewing it, it would never end).
-        if refusedInHour(led) > lfloor + ratio * 2 * led.A / nb then
-          led.trip = {'rx', now + restrict}
-          led.rx = now + restrict
-        end
-      end
-      st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
-      st.add = add
-      if st.refuse and mode ~= 1 then
-        st.retry = math.max(math.max(st.rx or 0, led.rx or 0) - now, 1000)
-        if not (restricted or lrestricted) then
-          -- Refused over budget, not restricted: the hour's counts move
-          -- at the next bucket.
-          st.retry = (cur + 1) * bucket - now
-        end
-        if st.unknown then unknown = true end
-      end
-    else
-      st.add = 0
-      st.refuse = st.refuse or false
-      if restricted and not st.refuse then st.served = 'n' .. sig end
-    end
-  else
-    local S, A, b = st.S, st.A, st.b
-    u = math.max(S - A, 0)
-    budget = tonumber(p1) + ratio * math.max(A, hourf * st.hour, st.pk)
-    -- A phone already counted in this range is one of u: its resend is
-    -- refused only when the range is over budget without it.
-    local need = u + 1
-    if (kind == 'r' and counted) or (free and network(kind)) then need = u end
-    st.refuse = need > budget and mode ~= 2
-    if st.refuse and kind ~= 'r' and probe > 0 then
-      -- The probe clock starts at the first refusal.
-      local last = st.pr
-      if last == nil then
-        redis.call('HSET', key, 'pr', now)
-      elseif now - last >= probe then
-        st.refuse, st.probe = false, true
-      end
-    end
-    -- Only the first refusing rule is reported: only its wait is worked out,
-    -- and shadow mode, which refuses nothing, needs none.
-    if st.refuse and rule == 0 and mode ~= 1 then
-      st.retry = wait(key, need, budget + 1, b, false)
-    end
+-- The kinds of subject ----------------------------------------------------
+-- Each decide function reads a subject's state, sets st.refuse (and
+-- st.retry, the wait, when it is the first to refuse and the mode
+-- enforces) and returns the unverified texts (money, for the spend
+-- ledger) and the budget the reply reports.
+
+-- decideMoney: the spend ledger, "m". It counts the texts' price, and is
+-- held to an hour's budget and a window's.
+local function decideMoney(sb, st)
+  local price = tonumber(sb.p1)
+  local hb, db = string.match(sb.p2, '(%d+) (%d+)')
+  hb, db = tonumber(hb), tonumber(db)
+  local hour = st.scur + st.sprev * (1 - frac)
+  st.price = price
+  st.refuse = false
+  if hb > 0 and hour + price > hb then
+    st.refuse = true
+    st.retry = (cur + 1) * bucket - now
+    return hour, hb
+  elseif db > 0 and st.S + price > db then
+    st.refuse = true
+    if rule == 0 and mode ~= 1 then st.retry = wait(sb.key, st.S + price, db + 1, st.b, true) end
+    return st.S, db
+  elseif db > 0 then
+    return st.S, db
   end
-  st.u, st.budget = u, budget
-  if st.refuse and rule == 0 then
-    rule, ru, rb, retry = i, u, budget, st.retry or 0
-  end
-  if budget > 0 and u / budget >= nearr then
-    near, nearu, nearb, nearr = i, u, budget, u / budget
-  end
-  -- Enforced and refused: nothing will be counted, the rest need no look.
-  if rule > 0 and mode ~= 1 then break end
+  return hour, hb
 end
 
-local sigout = -1
-if netsig == '' then sigout = callerSignal() end
+-- decideRange: a block of numbers, "r". It counts distinct numbers: a
+-- phone already counted in this range is one of u, so its resend is
+-- refused only when the range is over budget without it.
+local function decideRange(sb, st)
+  local u = math.max(st.S - st.A, 0)
+  local budget = earned(tonumber(sb.p1), st)
+  local need = u + 1
+  if counted then need = u end
+  st.refuse = need > budget and mode ~= 2
+  -- Only the first refusal's wait is worked out, and shadow mode, which
+  -- refuses nothing, needs none.
+  if st.refuse and rule == 0 and mode ~= 1 then
+    st.retry = wait(sb.key, need, budget + 1, st.b, false)
+  end
+  return u, budget
+end
 
-if rule > 0 and mode ~= 1 then
+-- decideNetwork: a caller network, "n", or one of its signal levels, "N"
+-- (whose ledger of texts to the country is st.sub). It counts every text
+-- but a free resend. Over its budget, it still admits one send every
+-- probe_ms, counted from its first refusal: a shared address whose first
+-- users did not verify lets real users earn it back.
+local function decideNetwork(sb, st)
+  local u = math.max(st.S - st.A, 0)
+  local budget = earned(tonumber(sb.p1), st)
+  local need = u + 1
+  if free then need = u end
+  st.refuse = need > budget and mode ~= 2
+  if st.refuse and probe > 0 then
+    -- The probe clock starts at the first refusal.
+    if st.pr == nil then
+      redis.call('HSET', sb.key, F.probed, now)
+    elseif now - st.pr >= probe then
+      st.refuse, st.probe = false, true
+    end
+  end
+  if st.refuse and rule == 0 and mode ~= 1 then
+    st.retry = wait(sb.key, need, budget + 1, st.b, false)
+  end
+  return u, budget
+end
+
+-- decideChallenged: a send with a solved challenge passes an operator or
+-- a country, within the budget its own kind earns in the subject's
+-- challenge ledger (when p2 is "1"): a solving farm's sends are not
+-- approved, real people's are.
+local function decideChallenged(sb, st, floor)
+  local ch = load(sb.ch, true, 'ch')
+  st.ch = ch
+  local add = 1
+  if reck and not again then add = 0 end
+  st.chadd = add
+  local u, budget = math.max(ch.S - ch.A, 0), earned(floor, ch)
+  if u + add > budget and sb.p2 == '1' then
+    st.refuse = true
+    st.retry = wait(sb.ch, u + add, budget + 1, ch.b, false)
+  end
+  return u, budget
+end
+
+-- refusedInHour counts one more send a ledger of networks known abroad
+-- refused over its budget or while restricted, within the hour since the
+-- first of them, and returns the count; ledgerWrites writes it.
+local function refusedInHour(led)
+  local oq, ot = unpack(redis.call('HMGET', led.key, F.abroadRefused, F.abroadRefusedSince))
+  oq, ot = tonumber(oq) or 0, tonumber(ot) or 0
+  if now - ot >= bucket then oq, ot = 0, now end
+  led.oq, led.ot = oq + 1, ot
+  return led.oq
+end
+
+-- ledgerWrites is what a send changed in a ledger besides its counts: its
+-- restriction tripped or renewed, and its refusals in the hour (nil when
+-- nothing).
+local function ledgerWrites(led)
+  if led.oq == nil then return led.trip end
+  local f = {F.abroadRefused, led.oq, F.abroadRefusedSince, led.ot}
+  for _, x in ipairs(led.trip or {}) do f[#f + 1] = x end
+  return f
+end
+
+-- trip restricts a ledger (a country's own, or its ledger of networks
+-- known abroad) from now, with why when it was not restricted already.
+-- The refusals that led to the trip are the restriction's.
+local function trip(led, lrestricted, used, budget, hourOnly)
+  local f = {F.restrictedUntil, now + restrict}
+  if not lrestricted then
+    local nq = 0
+    if led.oq then nq = led.oq - 1 end
+    f = {F.restrictedUntil, now + restrict, F.restrictedSince, now, F.tripUsed, math.floor(used),
+      F.tripBudget, math.floor(budget), F.tripHour, hourOnly and 1 or 0, F.refused, nq,
+      F.servedReturning, 0, F.servedNetwork, 0, F.servedChallenge, 0}
+  end
+  led.trip = f
+  led.rx = now + restrict
+end
+
+-- restrictLedger trips the ledger an unsigned send counts in when it is
+-- over a budget, and returns whether the ledger is restricted now. Real
+-- travellers come in bursts: a ledger of networks known abroad refuses
+-- the sends over its budget, and is restricted only at the third such
+-- refusal within an hour (a spread reaches it within minutes; an hour of
+-- travellers seldom). Sends from abroad still arriving while it is
+-- restricted keep it restricted, the room travellers earn it theirs again
+-- only once the spread stops: while the sends it refused within the hour
+-- are more than its floor and twice the travellers' approvals of an
+-- average hour. Real travellers alone let it lapse (each of them renewing
+-- it, it would never end).
+local function restrictLedger(st, led, lfloor, over, overh, u, budget, add)
+  local lrestricted = restrictedNow(led)
+  local tripped = over or overh
+  if tripped and st.abroad and not lrestricted then tripped = refusedInHour(led) >= 3 end
+  if tripped then
+    trip(led, lrestricted, u + add, budget, overh and not over)
+    return true
+  elseif st.abroad and lrestricted and add == 1 then
+    if refusedInHour(led) > lfloor + ratio * 2 * led.A / nb then
+      led.trip = {F.restrictedUntil, now + restrict}
+      led.rx = now + restrict
+    end
+  end
+  return lrestricted
+end
+
+-- decideUnsigned: a send with no sign of a real user to an operator or a
+-- country. It counts in the subject's own ledger or, from a network known
+-- abroad, in the subject's ledger of foreign networks, with a third of its
+-- floor, so a spread from proxies abroad restricts those networks without
+-- restricting the country's own users; over the window's budget or the
+-- hour's, the ledger is restricted (restrictLedger).
+local function decideUnsigned(sb, st, floor)
+  local restricted = restrictedNow(st)
+  local led, lfloor = st, floor
+  if st.abroad then
+    led = load(sb.fo, true, 'c')
+    lfloor = math.max(math.floor(floor / 3), 1)
+    st.fo = led
+  end
+  -- A resend to a number already counted is one of u.
+  local add = 1
+  if (recu or recf) and not again then add = 0 end
+  local u, budget = math.max(led.S - led.A, 0), earned(lfloor, led)
+  local bh = lfloor + ratio * led.hour
+  local over, overh = u + add > budget, led.uh + add > bh
+  if overh and not over then u, budget = led.uh, bh end
+  local lrestricted = restrictLedger(st, led, lfloor, over, overh, u, budget, add)
+  st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
+  st.add = add
+  if st.refuse and mode ~= 1 then
+    st.retry = math.max(math.max(st.rx or 0, led.rx or 0) - now, 1000)
+    if not (restricted or lrestricted) then
+      -- Refused over budget, not restricted: the hour's counts move
+      -- at the next bucket.
+      st.retry = (cur + 1) * bucket - now
+    end
+    if st.unknown then unknown = true end
+  end
+  return u, budget
+end
+
+-- decideSigned: an operator or a country, "c". It counts the distinct
+-- numbers texted without a sign of a real user (decideUnsigned); a send
+-- with one counts nowhere but, with a solved challenge, the challenge
+-- ledger (decideChallenged), and a restricted subject serves it.
+local function decideSigned(sb, st)
+  local floor = tonumber(sb.p1)
+  -- The signs of a real user, cheapest first: the same for every
+  -- subject of this kind (an operator, its country), read once.
+  local sig, ns = signs(sb.ret)
+  if ns == '2' then
+    st.abroad = true
+  elseif ns == '?' then
+    st.unknown = true
+  end
+  st.sig = sig
+  if sig == nil then return decideUnsigned(sb, st, floor) end
+  local u, budget = math.max(st.S - st.A, 0), earned(floor, st)
+  if sig == 'c' then u, budget = decideChallenged(sb, st, floor) end
+  st.add = 0
+  st.refuse = st.refuse or false
+  if restrictedNow(st) and not st.refuse then st.served = served[sig] end
+  return u, budget
+end
+
+local decideKind = {m = decideMoney, r = decideRange, n = decideNetwork, N = decideNetwork, c = decideSigned}
+
+-- The send: decided, then refused or counted ------------------------------
+
+-- decideAll decides the subjects in order, and stops at the first that
+-- refuses when the mode enforces: nothing will be counted, the rest need
+-- no look. Only the first refusing rule is reported.
+local function decideAll()
+  for i = 1, n do
+    local st = get(i)
+    local u, budget = decideKind[subj[i].kind](subj[i], st)
+    st.u, st.budget = u, budget
+    if st.refuse and rule == 0 then
+      rule, ru, rb, retry = i, u, budget, st.retry or 0
+    end
+    if budget > 0 and u / budget >= nearr then
+      near, nearu, nearb, nearr = i, u, budget, u / budget
+    end
+    if rule > 0 and mode ~= 1 then break end
+  end
+end
+
+-- reply is the call's answer, as decide.go's parseDecideReply reads it:
+-- {verdict, rule, U, B, retry_ms, near, nearU, nearB, bucket, new,
+-- signal, cnew}.
+local function reply(verdict, sigout, new, cnew)
+  return {verdict, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu),
+    math.floor(nearb), cur, new, sigout, cnew}
+end
+
+-- refuse answers an enforced refusal, which counts nothing. A refusing
+-- operator or country writes its ledgers' trips (each ledger keeps its
+-- own, or its renewal, even while the country's own restriction is the
+-- one that refuses) and counts the refusal where the console reads it;
+-- one that needs the caller's signal (Cluster) writes nothing and asks
+-- again with it.
+local function refuse(sigout)
   local st = state[rule]
   if st.kind == 'c' then
     if unknown then
-      -- Cluster, the caller's signal not known: ask again with it.
-      return {3, rule, math.floor(ru), math.floor(rb), math.ceil(retry), 0, 0, 0, cur, 0, sigout, 0}
+      near, nearu, nearb = 0, 0, 0
+      return reply(3, sigout, 0, 0)
     end
-    -- Each ledger keeps its own trip (or its renewal), even while the
-    -- country's own restriction is the one that refuses; the refusal is
-    -- counted where the console reads it.
     if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
     local fw = st.fo and ledgerWrites(st.fo)
     if fw then redis.call('HSET', st.fo.key, unpack(fw)) end
     local led = st
-    if st.fo and not (st.rx ~= nil and st.rx > now) then led = st.fo end
-    redis.call('HINCRBY', led.key, 'nq', 1)
+    if st.fo and not restrictedNow(st) then led = st.fo end
+    redis.call('HINCRBY', led.key, F.refused, 1)
   end
-  return {0, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, 0, sigout, 0}
+  return reply(0, sigout, 0, 0)
 end
-if rule > 0 then verdict = 2 end
 
--- Count the send everywhere.
-local cu, ck, cf = false, false, false
-for i = 1, n do
-  local st = state[i]
+-- countSubject counts the send in one subject, its ledgers and its
+-- signal level's ledger, and returns what an operator or a country
+-- counted anew: the number, in its challenge ledger, in its ledger of
+-- foreign networks.
+local function countSubject(st)
   local add = 1
   if st.kind == 'm' then add = st.price end
   local skip = (st.kind == 'r' and counted) or (free and network(st.kind)) or (st.kind == 'c' and (st.add == 0 or st.fo ~= nil))
-  if not skip then
-    st.scur, st.S = st.scur + add, st.S + add
-  end
-  -- cnew's bits say what the subjects that take signs counted; an
-  -- operator and its country always count alike (the same signs, the same
-  -- record), so one set of bits serves both.
-  if st.kind == 'c' and not skip then cu = true end
-  if st.fo and st.add == 1 then
-    st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1
-    cf = true
-  end
+  if not skip then st.scur, st.S = st.scur + add, st.S + add end
+  local cf = st.fo ~= nil and st.add == 1
+  if cf then st.fo.scur, st.fo.S = st.fo.scur + 1, st.fo.S + 1 end
   if st.fo then store(st.fo, st.add == 1, ledgerWrites(st.fo)) end
-  if st.ch and st.chadd == 1 then
+  local ck = st.ch ~= nil and st.chadd == 1
+  if ck then
     st.ch.scur, st.ch.S = st.ch.scur + 1, st.ch.S + 1
     store(st.ch, true)
-    ck = true
   end
   -- A country's restriction, tripped or extended, is written with its
   -- counts: one HSET.
@@ -549,27 +660,63 @@ for i = 1, n do
     store(st.sub, true)
   end
   if st.served then redis.call('HINCRBY', st.key, st.served, 1) end
+  return st.kind == 'c' and not skip, ck, cf
 end
-local cnew = (cu and 1 or 0) + (ck and 2 or 0) + (cf and 4 or 0)
-if rec ~= nil then
-  local f = {'n', netid, 't', resends + 1}
-  if not counted then
-    f[#f + 1], f[#f + 2], f[4] = 'h', cur, 1
-    if verified or stale then redis.call('HDEL', rec, 'v', 'u', 'w', 'k', 'f') end
+
+-- countAll counts the send everywhere and returns the cnew bits: what the
+-- subjects that take signs counted (an operator and its country always
+-- count alike: the same signs, the same record, so one set serves both).
+local function countAll()
+  local cu, ck, cf = false, false, false
+  for i = 1, n do
+    local u, k, f = countSubject(state[i])
+    cu, ck, cf = cu or u, ck or k, cf or f
   end
-  if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = 'u', 1 end
-  if math.floor(cnew / 2) % 2 == 1 then f[#f + 1], f[#f + 2] = 'k', 1 end
-  if cnew >= 4 then f[#f + 1], f[#f + 2] = 'f', 1 end
+  return (cu and 1 or 0) + (ck and 2 or 0) + (cf and 4 or 0)
+end
+
+-- writeRecord notes the send in the phone's record: the caller network to
+-- credit, the resends, the bucket it was counted in (when anew), and
+-- which of the country's ledgers counted it (cnew's bits) for approve.lua
+-- and release.lua.
+local function writeRecord(cnew)
+  local t = resends + 1
+  if not counted then t = 1 end
+  local f = {F.recNetwork, netid, F.recResends, t}
+  if not counted then
+    f[#f + 1], f[#f + 2] = F.recBucket, cur
+    if verified or stale then
+      redis.call('HDEL', rec, F.recApproved, F.recCountry, F.recOwed, F.recChallenge, F.recForeign)
+    end
+  end
+  if cnew % 2 == 1 then f[#f + 1], f[#f + 2] = F.recCountry, 1 end
+  if math.floor(cnew / 2) % 2 == 1 then f[#f + 1], f[#f + 2] = F.recChallenge, 1 end
+  if cnew >= 4 then f[#f + 1], f[#f + 2] = F.recForeign, 1 end
   -- A new code to a number already approved in the window: the networks
   -- counted this text, so its approval is theirs to credit (approve.lua).
-  if counted and verified then f[#f + 1], f[#f + 2] = 'w', 1 end
+  if counted and verified then f[#f + 1], f[#f + 2] = F.recOwed, 1 end
   redis.call('HSET', rec, unpack(f))
   redis.call('PEXPIRE', rec, window)
 end
+
+local ki = 1
+if ARGV[11] == '1' then
+  readRecord()
+  ki = 2
+end
+readSubjects(ki)
+decideAll()
+local sigout = -1
+if netsig == '' then sigout = callerSignal() end
+if rule > 0 and mode ~= 1 then return refuse(sigout) end
+local verdict = 1
+if rule > 0 then verdict = 2 end
+local cnew = countAll()
+if rec ~= nil then writeRecord(cnew) end
 local new = 0
 if rec ~= nil and not counted then
   new = 1
 elseif again then
   new = 2
 end
-return {verdict, rule, math.floor(ru), math.floor(rb), math.ceil(retry), near, math.floor(nearu), math.floor(nearb), cur, new, sigout, cnew}
+return reply(verdict, sigout, new, cnew)
