@@ -135,6 +135,14 @@ type Limiter interface {
 	Reset(ctx context.Context, subjects []Subject) error
 }
 
+// RefusalMemory is a Limiter that remembers the refusals it decided until
+// they lapse: Remembered answers one from memory, as its next Allow would.
+// A send asks it before it makes a code, so a flood on a held subject costs
+// no random code, seal or MAC.
+type RefusalMemory interface {
+	Remembered(subjects []Subject) (Decision, bool)
+}
+
 // IPKey groups client addresses the way limits count them: IPv4 (and
 // IPv4-mapped IPv6) per address, IPv6 per network of v6Prefix bits, because
 // one IPv6 customer usually holds a whole /64.

@@ -55,6 +55,14 @@ func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Pho
 		return admitted{}, err
 	}
 	subjects := s.requestSubjects(phone, req)
+	if m, ok := s.Limiter.(RefusalMemory); ok && scope == "" {
+		// The Admitter would answer the same from the same memory, after
+		// the code it did not need. (With a scope it claims first.)
+		if d, held := m.Remembered(subjects); held {
+			res.Decision, res.Limited, res.Reason = d, true, d.Reason()
+			return admitted{}, RateLimitedError(d)
+		}
+	}
 	code, fresh, err := s.newCode(phone.E164)
 	if err != nil {
 		return admitted{}, err

@@ -8,6 +8,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,15 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 	}
 	l.noteRefusal(d, r, start)
 	return d, nil
+}
+
+// Remembered is a refusal of subjects this replica remembers, answered
+// without Redis (otp.RefusalMemory): what Allow and Windows would answer.
+func (l *Limiter) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
+	if len(subjects) == 0 {
+		return otp.Decision{}, false
+	}
+	return l.remembered(subjects, time.Now())
 }
 
 // remembered answers a refusal this replica remembers, without Redis.
