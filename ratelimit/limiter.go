@@ -36,6 +36,8 @@ type Limiter struct {
 	contention atomic.Uint64
 	// now replaces Redis TIME; only tests set it.
 	now func() time.Time
+	// policies is the last list policiesOf made, shared read-only.
+	policies atomic.Pointer[[]otp.Window]
 }
 
 // luaFiles are the package's scripts, each loaded after the prelude every
@@ -153,7 +155,7 @@ func (l *Limiter) remembered(subjects []otp.Subject, now time.Time) (otp.Decisio
 	}
 	tight := f.window
 	tight.Reset = f.until.Sub(now)
-	return otp.Decision{Now: now, Tightest: tight, RetryAfter: tight.Reset, Policies: PoliciesOf(subjects)}, true
+	return otp.Decision{Now: now, Tightest: tight, RetryAfter: tight.Reset, Policies: l.policiesOf(subjects)}, true
 }
 
 // noteRefusal remembers a refusal decided by a call that left at start.
@@ -208,7 +210,7 @@ func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Su
 
 // readAllow reads allow.lua's reply to a call over subjects.
 func (l *Limiter) readAllow(v any, subjects []otp.Subject) (shardReply, error) {
-	policies := PoliciesOf(subjects)
+	policies := l.policiesOf(subjects)
 	a, err := parseAllowReply(v, len(policies))
 	if err != nil {
 		return shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
@@ -269,6 +271,35 @@ func PoliciesOf(subjects []otp.Subject) []otp.Window {
 		}
 	}
 	return policies
+}
+
+// policiesOf is PoliciesOf, reusing the last list made while the subjects
+// have the same windows, as every request's do but those naming other limit
+// keys: a list a request (0.9 KB) for every decision, the refused path's
+// largest allocation (docs/measurements/2026-11-26-refused-path.md). The
+// list is shared: no one may change its elements, and its capacity is its
+// length, so an append copies it.
+func (l *Limiter) policiesOf(subjects []otp.Subject) []otp.Window {
+	if p := l.policies.Load(); p != nil && samePolicies(*p, subjects) {
+		return *p
+	}
+	p := slices.Clip(PoliciesOf(subjects))
+	l.policies.Store(&p)
+	return p
+}
+
+// samePolicies says whether p is PoliciesOf(subjects).
+func samePolicies(p []otp.Window, subjects []otp.Subject) bool {
+	i := 0
+	for _, s := range subjects {
+		for _, r := range s.Rules {
+			if i == len(p) || p[i].Scope != s.Scope || p[i].Name != s.Name || p[i].Rule != r {
+				return false
+			}
+			i++
+		}
+	}
+	return i == len(p)
 }
 
 // allowKeys is allow.lua's KEYS (and, without pending sets, status.lua's):
