@@ -83,3 +83,8 @@ var fieldsLua = func() string {
 	b.WriteString("}\n")
 	return b.String()
 }()
+
+// servedFields is the field a restricted operator or country counts a
+// signed send it served in, by its sign ("r" a returning number, "n" an
+// approving caller network, "c" a solved challenge).
+var servedFields = map[string]string{"r": fieldServedReturning, "n": fieldServedNetwork, "c": fieldServedChallenge}

@@ -179,14 +179,14 @@ func floor(v float64) int64 { return int64(math.Floor(v)) }
 func (d *modelDecision) readRecord() {
 	d.record = d.grp.record
 	rec := d.record
-	h, hasH := d.tx.num(rec, "h")
+	h, hasH := d.tx.num(rec, fieldRecBucket)
 	d.counted = hasH && h >= float64(d.c.oldest)
-	d.resends = d.tx.numOr(rec, "t", 0)
+	d.resends = d.tx.numOr(rec, fieldRecResends, 0)
 	d.again = d.counted && d.resends >= 3
-	_, d.verified = d.tx.hget(rec, "v")
-	_, u := d.tx.hget(rec, "u")
-	_, k := d.tx.hget(rec, "k")
-	_, f := d.tx.hget(rec, "f")
+	_, d.verified = d.tx.hget(rec, fieldRecApproved)
+	_, u := d.tx.hget(rec, fieldRecCountry)
+	_, k := d.tx.hget(rec, fieldRecChallenge)
+	_, f := d.tx.hget(rec, fieldRecForeign)
 	d.recU, d.recK, d.recF = d.counted && u, d.counted && k, d.counted && f
 	d.stale = !d.counted && (u || k || f)
 	// A free resend in the call that holds the number's record: the
@@ -225,7 +225,7 @@ func (d *modelDecision) counting(i int, st *modelSubject) {
 		// counted from its first refusal: a shared address whose users do
 		// verify earns its room back.
 		if !l.hasPr {
-			d.tx.hset(l.key, "pr", d.c.now)
+			d.tx.hset(l.key, fieldProbed, d.c.now)
 		} else if float64(d.c.now)-l.pr >= float64(probe) {
 			st.refuse, st.probed = false, true
 		}
@@ -339,25 +339,25 @@ func (d *modelDecision) writeRecord(cnew int64) {
 		return
 	}
 	rec := d.record
-	f := []any{"n", d.a.netid, "t", d.resends + 1}
+	f := []any{fieldRecNetwork, d.a.netid, fieldRecResends, d.resends + 1}
 	if !d.counted {
 		f[3] = 1.0
-		f = append(f, "h", d.c.cur)
+		f = append(f, fieldRecBucket, d.c.cur)
 		if d.verified || d.stale {
-			d.tx.hdel(rec, "v", "u", "w", "k", "f")
+			d.tx.hdel(rec, fieldRecApproved, fieldRecCountry, fieldRecOwed, fieldRecChallenge, fieldRecForeign)
 		}
 	}
 	if cnew&1 != 0 {
-		f = append(f, "u", 1)
+		f = append(f, fieldRecCountry, 1)
 	}
 	if cnew&2 != 0 {
-		f = append(f, "k", 1)
+		f = append(f, fieldRecChallenge, 1)
 	}
 	if cnew&4 != 0 {
-		f = append(f, "f", 1)
+		f = append(f, fieldRecForeign, 1)
 	}
 	if d.counted && d.verified {
-		f = append(f, "w", 1)
+		f = append(f, fieldRecOwed, 1)
 	}
 	d.tx.hset(rec, f...)
 	d.tx.pexpire(rec, d.c.window, d.c.now)

@@ -25,28 +25,28 @@ func modelApprove(tx *modelTx, d group, c modelClock, tail string, keepMs int64)
 		tx.hset(ret, tail, float64(c.now/86400000))
 		tx.pexpire(ret, keepMs, c.now)
 	}
-	h, ok := tx.num(rec, "h")
+	h, ok := tx.num(rec, fieldRecBucket)
 	if !ok || h < float64(c.oldest) {
 		return false, "" // no counted text in the window
 	}
-	netid, _ := tx.hget(rec, "n")
-	_, verified := tx.hget(rec, "v")
-	_, w := tx.hget(rec, "w")
-	_, u := tx.hget(rec, "u")
-	_, k := tx.hget(rec, "k")
-	_, f := tx.hget(rec, "f")
+	netid, _ := tx.hget(rec, fieldRecNetwork)
+	_, verified := tx.hget(rec, fieldRecApproved)
+	_, w := tx.hget(rec, fieldRecOwed)
+	_, u := tx.hget(rec, fieldRecCountry)
+	_, k := tx.hget(rec, fieldRecChallenge)
+	_, f := tx.hget(rec, fieldRecForeign)
 	// The number's resends start afresh.
-	tx.hdel(rec, "t")
+	tx.hdel(rec, fieldRecResends)
 	if verified {
 		// Approved before in this window: the ranges and the country counted
 		// the number once and were credited; a later text's networks were not.
 		if w {
-			tx.hdel(rec, "w")
+			tx.hdel(rec, fieldRecOwed)
 			return true, netid
 		}
 		return false, ""
 	}
-	tx.hset(rec, "v", 1.0)
+	tx.hset(rec, fieldRecApproved, 1.0)
 	for _, s := range signed {
 		if u {
 			c.credit(tx, s.key)
@@ -83,7 +83,7 @@ func modelRelease(tx *modelTx, grp group, bucket, recorded, cnew int64) {
 	takeBack := func(key string, amount int64) {
 		if _, ok := tx.hget(key, x); ok {
 			tx.hincrby(key, x, -amount)
-			tx.hincrby(key, "S", -amount)
+			tx.hincrby(key, fieldTexts, -amount)
 		}
 	}
 	rec := grp.record
@@ -93,13 +93,13 @@ func modelRelease(tx *modelTx, grp group, bucket, recorded, cnew int64) {
 		case 'c':
 			if rec != "" && !anew && !again {
 				if cnew&1 != 0 {
-					tx.hdel(rec, "u")
+					tx.hdel(rec, fieldRecCountry)
 				}
 				if cnew&2 != 0 {
-					tx.hdel(rec, "k")
+					tx.hdel(rec, fieldRecChallenge)
 				}
 				if cnew&4 != 0 {
-					tx.hdel(rec, "f")
+					tx.hdel(rec, fieldRecForeign)
 				}
 			}
 			if cnew&1 != 0 {
@@ -140,8 +140,8 @@ func modelRelease(tx *modelTx, grp group, bucket, recorded, cnew int64) {
 		tx.del(rec)
 	case rec != "":
 		// Not texted: not one of the number's resends either.
-		if t, ok := tx.num(rec, "t"); ok && t > 0 {
-			tx.hset(rec, "t", t-1)
+		if t, ok := tx.num(rec, fieldRecResends); ok && t > 0 {
+			tx.hset(rec, fieldRecResends, t-1)
 		}
 	}
 }

@@ -124,7 +124,7 @@ func (d *modelDecision) restrictedSubject(st *modelSubject) {
 		// Signed: counted nowhere here; served while restricted is noted.
 		st.add = 0
 		if restricted && !st.refuse {
-			st.served = "n" + sig
+			st.served = servedFields[sig]
 		}
 		return
 	}
@@ -168,7 +168,7 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 		trip = d.refusedInHour(led) >= 3
 	}
 	if trip {
-		f := []any{"rx", now + restrictFor}
+		f := []any{fieldRestrictedUntil, now + restrictFor}
 		if !lrestricted {
 			// The refusals that led to the trip are the restriction's.
 			nq := 0.0
@@ -179,8 +179,8 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 			if overh && !over {
 				rh = 1
 			}
-			f = []any{"rx", now + restrictFor, "rs", now, "ru", math.Floor(u + add), "rb", math.Floor(budget),
-				"rh", rh, "nq", nq, "nr", 0.0, "nn", 0.0, "nc", 0.0}
+			f = []any{fieldRestrictedUntil, now + restrictFor, fieldRestrictedSince, now, fieldTripUsed, math.Floor(u + add), fieldTripBudget, math.Floor(budget),
+				fieldTripHour, rh, fieldRefused, nq, fieldServedReturning, 0.0, fieldServedNetwork, 0.0, fieldServedChallenge, 0.0}
 		}
 		led.trip = f
 		led.rx, led.hasRx = now+restrictFor, true
@@ -190,7 +190,7 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 		// while the sends it refused within the hour are more than its
 		// floor and twice the travellers' approvals of an average hour.
 		if d.refusedInHour(led) > lfloor+d.a.ratio*2*led.A/float64(d.c.nb) {
-			led.trip = []any{"rx", now + restrictFor}
+			led.trip = []any{fieldRestrictedUntil, now + restrictFor}
 			led.rx, led.hasRx = now+restrictFor, true
 		}
 	}
@@ -219,13 +219,13 @@ func rxOr0(l *ledger) float64 {
 // refusedInHour counts one more send a ledger of networks known abroad
 // refused, within the hour since the first of them (fields oq, ot).
 func (d *modelDecision) refusedInHour(led *ledger) float64 {
-	oq, ot := d.tx.numOr(led.key, "oq", 0), d.tx.numOr(led.key, "ot", 0)
+	oq, ot := d.tx.numOr(led.key, fieldAbroadRefused, 0), d.tx.numOr(led.key, fieldAbroadRefusedSince, 0)
 	now := float64(d.c.now)
 	if now-ot >= float64(d.c.bucket) {
 		oq, ot = 0, now
 	}
 	oq++
-	led.over = []any{"oq", oq, "ot", ot}
+	led.over = []any{fieldAbroadRefused, oq, fieldAbroadRefusedSince, ot}
 	return oq
 }
 
@@ -254,7 +254,7 @@ func (d *modelDecision) writeRefusal(st *modelSubject) {
 	if st.fo != nil && !st.l.restricted(d.c.now) {
 		led = st.fo
 	}
-	d.tx.hincrby(led.key, "nq", 1)
+	d.tx.hincrby(led.key, fieldRefused, 1)
 }
 
 func msDuration(v float64) time.Duration { return time.Duration(v) * time.Millisecond }

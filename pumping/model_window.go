@@ -30,9 +30,9 @@ func (c modelClock) keep() int64 { return 2 * c.window }
 // back 14 windows.
 func (c modelClock) learnedKeep() int64 { return 15 * c.window }
 
-func sField(x int64) string { return "s" + strconv.FormatInt(x, 10) }
-func aField(x int64) string { return "a" + strconv.FormatInt(x, 10) }
-func dField(x int64) string { return "d" + strconv.FormatInt(x, 10) }
+func sField(x int64) string { return fieldTextsIn + strconv.FormatInt(x, 10) }
+func aField(x int64) string { return fieldApprovedIn + strconv.FormatInt(x, 10) }
+func dField(x int64) string { return fieldApprovedOn + strconv.FormatInt(x, 10) }
 
 // ledger is one subject's hash as a send reads it: a count of texts and
 // approvals over the window, by bucket.
@@ -87,23 +87,23 @@ func (l *ledger) restricted(now int64) bool { return l.hasRx && l.rx > float64(n
 func (c modelClock) load(tx *modelTx, key string, learn bool, kind string) *ledger {
 	h := func(f string) (float64, bool) { return tx.num(key, f) }
 	or0 := func(f string) float64 { v, _ := h(f); return v }
-	l := &ledger{key: key, S: or0("S"), A: or0("A"), scur: or0(sField(c.cur)), sprev: or0(sField(c.cur - 1))}
+	l := &ledger{key: key, S: or0(fieldTexts), A: or0(fieldApproved), scur: or0(sField(c.cur)), sprev: or0(sField(c.cur - 1))}
 	aCur, aPrev := or0(aField(c.cur)), or0(aField(c.cur-1))
-	l.x, l.hasX = h("x")
-	b, hasB := h("b")
+	l.x, l.hasX = h(fieldExpires)
+	b, hasB := h(fieldOldest)
 	l.isNew = !hasB
 	if learn {
-		l.pk = or0("pk")
+		l.pk = or0(fieldPeak)
 		switch kind {
 		case "c":
 			l.restrictable = true
-			l.rx, l.hasRx = h("rx")
+			l.rx, l.hasRx = h(fieldRestrictedUntil)
 		case "n", "N":
 			l.probable = true
-			l.pr, l.hasPr = h("pr")
+			l.pr, l.hasPr = h(fieldProbed)
 		}
 	}
-	pd, hasPd := h("pd")
+	pd, hasPd := h(fieldPeakDay)
 	oldest := float64(c.oldest)
 	switch {
 	case !hasB:
@@ -132,7 +132,7 @@ func (c modelClock) load(tx *modelTx, key string, learn bool, kind string) *ledg
 			}
 		}
 		b = oldest
-		tx.hset(key, "b", b, "S", l.S, "A", l.A)
+		tx.hset(key, fieldOldest, b, fieldTexts, l.S, fieldApproved, l.A)
 	}
 	if learn && (!hasPd || pd != float64(c.day)) && hasB {
 		var pk float64
@@ -140,7 +140,7 @@ func (c modelClock) load(tx *modelTx, key string, learn bool, kind string) *ledg
 			pk = math.Max(pk, tx.numOr(key, dField(d), 0))
 		}
 		tx.hdel(key, dField(c.day-15))
-		tx.hset(key, "pk", pk, "pd", c.day)
+		tx.hset(key, fieldPeak, pk, fieldPeakDay, c.day)
 		l.pk = pk
 	}
 	// The hour's approvals are the bucket's and what of the previous one
@@ -161,10 +161,10 @@ func (l *ledger) count(n float64) { l.scur, l.S = l.scur+n, l.S+n }
 func (c modelClock) store(tx *modelTx, l *ledger, counted, probed bool, extra []any) {
 	f := extra
 	if counted {
-		f = append(f, sField(c.cur), l.scur, "S", l.S, "b", l.b)
+		f = append(f, sField(c.cur), l.scur, fieldTexts, l.S, fieldOldest, l.b)
 	}
 	if probed {
-		f = append(f, "pr", c.now)
+		f = append(f, fieldProbed, c.now)
 	}
 	x, hasX := l.x, l.hasX
 	if !hasX && !l.isNew {
@@ -181,7 +181,7 @@ func (c modelClock) store(tx *modelTx, l *ledger, counted, probed bool, extra []
 		x, hasX = float64(c.now+c.keep()), true
 	}
 	if !l.hasX || x != l.x {
-		f = append(f, "x", x)
+		f = append(f, fieldExpires, x)
 	}
 	if len(f) > 0 {
 		tx.hset(l.key, f...)
@@ -214,12 +214,12 @@ func (c modelClock) wait(tx *modelTx, key string, u, budget, b float64, textsOnl
 // bucket, its window and its day, and a new expiry when the key would keep
 // its learned baseline less than learnedKeep less a bucket.
 func (c modelClock) credit(tx *modelTx, key string) {
-	a, A, d := tx.numOr(key, aField(c.cur), 0), tx.numOr(key, "A", 0), tx.numOr(key, dField(c.day), 0)
-	_, hasB := tx.hget(key, "b")
-	stored, hasStored := tx.num(key, "x")
-	f := []any{aField(c.cur), a + 1, "A", A + 1, dField(c.day), d + 1}
+	a, A, d := tx.numOr(key, aField(c.cur), 0), tx.numOr(key, fieldApproved, 0), tx.numOr(key, dField(c.day), 0)
+	_, hasB := tx.hget(key, fieldOldest)
+	stored, hasStored := tx.num(key, fieldExpires)
+	f := []any{aField(c.cur), a + 1, fieldApproved, A + 1, dField(c.day), d + 1}
 	if !hasB {
-		f = append(f, "b", float64(c.oldest))
+		f = append(f, fieldOldest, float64(c.oldest))
 	}
 	x, hasX := stored, hasStored
 	if !hasX {
@@ -232,7 +232,7 @@ func (c modelClock) credit(tx *modelTx, key string) {
 		x = float64(c.now + c.learnedKeep())
 	}
 	if !hasStored || x != stored {
-		f = append(f, "x", x)
+		f = append(f, fieldExpires, x)
 	}
 	tx.hset(key, f...)
 	if refresh {
