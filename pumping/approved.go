@@ -34,18 +34,18 @@ func (g *Guard) Approved(ctx context.Context, phone otp.Phone) error {
 	keys, signed := g.approvalKeys(d)
 	args := []any{g.redisNow(ctx), ms(bucket), int64(g.cfg.Window / bucket), phone.E164, "d",
 		tail + " " + strconv.FormatInt(ms(g.cfg.ReturningFor), 10) + " " + strconv.Itoa(signed)}
-	reply, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, keys, args...).Slice()
+	v, err := g.scriptsFor(d, phone.Country()).Run(ctx, approveScript, keys, args...).Result()
 	if err != nil {
 		return fmt.Errorf("pumping: approve: %w", err)
 	}
-	if len(reply) != 2 {
-		return fmt.Errorf("pumping: approve: unexpected reply %v", reply)
+	r, err := parseApproveReply(v)
+	if err != nil {
+		return fmt.Errorf("pumping: approve: %w", err)
 	}
-	netid, _ := reply[1].(string)
-	if credited, _ := reply[0].(int64); credited != 1 || netid == "" {
+	if !r.credited || r.netid == "" {
 		return nil
 	}
-	ip, err := netip.ParseAddr(netid)
+	ip, err := netip.ParseAddr(r.netid)
 	if err != nil {
 		return nil // a record from another version: nothing to credit
 	}
@@ -83,4 +83,26 @@ func (g *Guard) approvalKeys(d group) ([]string, int) {
 		}
 	}
 	return append(keys, ret), signed
+}
+
+// approveReply is approve.lua's reply, read: whether the destination was
+// credited, and the caller network its record names (to credit next).
+type approveReply struct {
+	credited bool
+	netid    string
+}
+
+// parseApproveReply reads approve.lua's reply {credited (0 or 1), network
+// id}.
+func parseApproveReply(v any) (approveReply, error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 2 {
+		return approveReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	credited, ok1 := vals[0].(int64)
+	netid, ok2 := vals[1].(string)
+	if !ok1 || !ok2 || credited < 0 || credited > 1 {
+		return approveReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	return approveReply{credited: credited == 1, netid: netid}, nil
 }
