@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,4 +191,49 @@ func (h *modelHarness) logCoverage() {
 		fmt.Fprintf(&b, " %s=%d", k, h.seen[k])
 	}
 	h.t.Logf("run %s:%s", h.prefix, b.String())
+}
+
+// FuzzMatchesReferenceModel is TestMatchesReferenceModel over sequences
+// the fuzzer makes: the first byte picks the configuration and the layout,
+// then every four bytes are a step (modelStepFromBytes).
+func FuzzMatchesReferenceModel(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0})
+	f.Add([]byte{1, 0, 0, 3, 12, 0, 1, 0, 3, 81, 4, 0, 90, 0, 0, 10, 0, 3, 5, 0, 70, 0, 0, 0})
+	f.Add([]byte{2, 1, 20, 4, 1, 21, 4, 1, 22, 4, 1, 23, 4, 1, 24, 4, 1, 25, 4, 1, 26, 4, 82, 20, 0, 0})
+	rdb, prefix := testenv.Redis(f)
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 1 {
+			return
+		}
+		rng := rand.New(rand.NewPCG(uint64(b[0]>>1), 0))
+		h := newModelHarness(t, rdb, fmt.Sprintf("%sf%d:", prefix, n.Add(1)), b[0]&1 == 1, randomModelConfig(rng))
+		defer h.cleanup()
+		for b = b[1:]; len(b) >= 4 && len(h.history) < 400; b = b[4:] {
+			h.step(modelStepFromBytes(b))
+		}
+		h.flush()
+	})
+}
+
+// modelClockSteps are the clock steps a fuzzed sequence takes: around a
+// bucket's and a window's edges.
+var modelClockSteps = []int64{0, 1, 999, 60_000, 600_000, 3_599_999, 3_600_000, 3_600_001, 7_200_000, 86_400_000, 2 * 86_400_000, 40 * 86_400_000}
+
+// modelStepFromBytes reads a step from four bytes: what, which number,
+// which caller, and a detail (bypass, the Cluster signal, which
+// reservation, how far the clock moves).
+func modelStepFromBytes(b []byte) modelStep {
+	s := modelStep{phone: int(b[1]) % (len(modelPrefixes) * 10), ip: int(b[2]) % len(modelIPs), sig: int(b[3]) % 7}
+	switch r := int(b[0]) % 100; {
+	case r < 60:
+		s.kind, s.bypass = 's', b[3] >= 240
+	case r < 80:
+		s.kind = 'a'
+	case r < 87:
+		s.kind, s.n = 'r', int64(b[3])
+	default:
+		s.kind, s.n = 't', modelClockSteps[int(b[3])%len(modelClockSteps)]+int64(b[1])*1000
+	}
+	return s
 }
