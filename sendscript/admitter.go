@@ -108,18 +108,17 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 // part that stopped the script.
 func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount]call, w ratelimit.Windows,
 	decision pumping.Decision, v any) (otp.Admitted, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) != replyLen {
-		return out, fmt.Errorf("unexpected reply %v", v)
+	reply, err := parseComposed(v)
+	if err != nil {
+		return out, err
 	}
-	var err error
 	if parts[partClaim].asked() {
-		if out.Claim, out.Prior, err = codestore.ReadClaim(reply[replyClaim]); err != nil || out.Claim != otp.Claimed {
+		if out.Claim, out.Prior, err = codestore.ReadClaim(reply.claim); err != nil || out.Claim != otp.Claimed {
 			return out, err
 		}
 	}
 	if parts[partAllow].asked() {
-		if out.Decision, err = w.Read(reply[replyAllow]); err != nil {
+		if out.Decision, err = w.Read(reply.allow); err != nil {
 			return out, err
 		}
 		out.Limited = true
@@ -128,12 +127,12 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 		return out, nil
 	}
 	// Also when not asked: what a region decided at home first.
-	if out.Pumping, err = decision.Read(ctx, reply[replyDecide]); err != nil || out.Pumping.Refused != nil {
+	if out.Pumping, err = decision.Read(ctx, reply.decide); err != nil || out.Pumping.Refused != nil {
 		return out, err
 	}
-	issued, ok := reply[replyIssue].([]any)
+	issued, ok := reply.issue.([]any)
 	if !ok || len(issued) != 1 {
-		return out, fmt.Errorf("unexpected code reply %v", reply[replyIssue])
+		return out, fmt.Errorf("unexpected code reply %v", reply.issue)
 	}
 	if out.Pending, err = codestore.ReadIssue(issued[0]); err != nil {
 		return out, err

@@ -177,7 +177,7 @@ type unit struct {
 	// this unit runs (-1: none).
 	windows, decide int
 	issue, claim    bool
-	reply           []any
+	reply           *composedReply // nil: no reply to read
 	err             error
 }
 
@@ -233,7 +233,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		if u.err != nil {
 			return out, fmt.Errorf("sendscript: %w", u.err)
 		}
-		if out.Claim, out.Prior, err = codestore.ReadClaim(u.reply[replyClaim]); err != nil || out.Claim != otp.Claimed {
+		if out.Claim, out.Prior, err = codestore.ReadClaim(u.reply.claim); err != nil || out.Claim != otp.Claimed {
 			return otp.Admitted{Claim: out.Claim, Prior: out.Prior}, wrap(err)
 		}
 		return out, nil
@@ -331,11 +331,11 @@ func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
 		v, err := cmds[i].Result()
 		var notReplicated *redisbatch.NotReplicatedError
 		if err == nil || errors.As(err, &notReplicated) {
-			reply, ok := v.([]any)
-			if !ok || len(reply) != replyLen {
-				err = errors.Join(err, fmt.Errorf("unexpected reply %v", v))
+			if reply, perr := parseComposed(v); perr != nil {
+				err = errors.Join(err, perr)
+			} else {
+				u.reply = &reply
 			}
-			u.reply = reply
 		}
 		u.err = err
 	}

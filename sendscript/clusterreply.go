@@ -32,16 +32,16 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 			continue
 		}
 		if u.windows >= 0 {
-			windows[u.windows] = ran(u.reply[replyAllow])
+			windows[u.windows] = ran(u.reply.allow)
 		}
 		if u.decide >= 0 {
-			decides[u.decide] = ran(u.reply[replyDecide])
+			decides[u.decide] = ran(u.reply.decide)
 		}
 		if u.issue {
-			issued = ran(u.reply[replyIssue])
+			issued = ran(u.reply.issue)
 		}
 		if u.claim {
-			claimed = u.reply[replyClaim]
+			claimed = u.reply.claim
 		}
 	}
 	// The claim: a duplicate in flight or a replay stopped on the number's

@@ -13,6 +13,7 @@
 package sendscript
 
 import (
+	"fmt"
 	"strings"
 
 	"smsgw/codestore"
@@ -41,6 +42,20 @@ const (
 	replyDecide = 2 // decide.lua's
 	replyIssue  = 3 // {issue.lua's reply} (a list: its false reads as nil)
 )
+
+// composedReply is the composed script's reply, read in this one place:
+// each part's own reply, for its package's reader (0: the part did not
+// run; the issue part's is a list of one).
+type composedReply struct{ claim, allow, decide, issue any }
+
+// parseComposed reads the composed script's reply.
+func parseComposed(v any) (composedReply, error) {
+	r, ok := v.([]any)
+	if !ok || len(r) != replyLen {
+		return composedReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	return composedReply{claim: r[replyClaim], allow: r[replyAllow], decide: r[replyDecide], issue: r[replyIssue]}, nil
+}
 
 // orchestrator runs the parts. ARGV[1..2*partCount] are each part's number
 // of keys and of arguments (0 0: the part is not asked), ARGV[2*partCount+1]
