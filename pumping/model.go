@@ -64,7 +64,6 @@ type modelDecision struct {
 	subjects               []*modelSubject
 	signCached             bool
 	sig, netSignal         string // the send's sign of a real user, the caller networks' signal
-	hasNetSignal           bool
 	rule                   int
 	ru, rb, retry          float64
 	near                   int
@@ -86,7 +85,6 @@ type modelSubject struct {
 	sig            string
 	refuse, probed bool
 	retry          float64
-	hasRetry       bool
 	u, budget      float64
 	served         string
 	price          float64
@@ -111,10 +109,10 @@ func modelDecide(tx *modelTx, grp group, a decideArgs, now int64) decideReply {
 	}
 	for i, st := range d.subjects {
 		d.load(i)
-		switch st.kind {
-		case "m":
+		switch {
+		case st.kind == "m":
 			d.money(i, st)
-		case "c":
+		case modelKinds[st.kind].restricted:
 			d.restrictedSubject(st)
 		default:
 			d.counting(i, st)
