@@ -17,7 +17,7 @@ import (
 // every expiry is told once.
 func (s *Store) ExpireDue(ctx context.Context, now time.Time) (int, error) {
 	n := 0
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			UPDATE verifications v SET status = 'expired', updated_at = $1
 			FROM (SELECT id FROM verifications WHERE status = 'pending' AND expires_at <= $1

@@ -67,7 +67,7 @@ func (r Receipts) Report(ctx context.Context, rep otp.DeliveryReport) error {
 	if err := r.Audit.Report(ctx, rep); err != nil {
 		return err
 	}
-	return r.Store.inTx(ctx, func(tx pgx.Tx) error {
+	return r.Store.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		return r.Store.receipt(ctx, tx, rep.Provider, rep.MessageID, rep.Status)
 	})
 }

@@ -56,18 +56,20 @@ func event(typ string, v otp.Verification, requestID string, at time.Time) event
 }
 
 // inTx runs fn in a transaction bounded by a few seconds, also when the
-// client has gone: the change it records has happened.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+// client has gone: the change it records has happened. fn must use the ctx
+// it is given, not its caller's: a client that hangs up after its text was
+// sent would otherwise cancel the record of that text.
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
 }
 
 // Sent records a send: a new verification, or one more text of a pending
 // one (its delivery status starts again: it is the last text's). A receipt
 // that arrived before the record is applied at once.
 func (s *Store) Sent(ctx context.Context, in otp.VerificationSend) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		v, err := scanRecord(tx.QueryRow(ctx, `
 			INSERT INTO verifications (id, phone_e164, country, api_key, status, sends, attempts_left, provider,
 				provider_message_id, request_id, created_at, updated_at, expires_at)
@@ -103,7 +105,7 @@ func (s *Store) Sent(ctx context.Context, in otp.VerificationSend) error {
 // Checked records a verify that changed the number's pending code on its
 // pending verification (a number has at most one pending code).
 func (s *Store) Checked(ctx context.Context, c otp.VerificationCheck) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		v, err := scanRecord(tx.QueryRow(ctx, `
 			UPDATE verifications SET status = $2, attempts_left = $3, updated_at = $4, request_id = $5
 			WHERE id = (SELECT id FROM verifications WHERE phone_e164 = $1 AND status = 'pending'
@@ -138,7 +140,7 @@ func (s *Store) Get(ctx context.Context, id string) (otp.Verification, bool, err
 func (s *Store) End(ctx context.Context, id, status, requestID string, at time.Time) (otp.Verification, bool, error) {
 	var v otp.Verification
 	changed := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		v, err = scanRecord(tx.QueryRow(ctx, `UPDATE verifications SET status = $2, updated_at = $3, request_id = $4
 			WHERE id = $1 AND status = 'pending' RETURNING `+columns, id, status, at, requestID))
