@@ -74,7 +74,11 @@ func BenchmarkWrk(b *testing.B) {
 	before := os.Getenv("SMSGW_BENCH_BEFORE")
 	var beforeURL string
 	if before != "" {
-		beforeURL = startSmsgwFrom(b, before, prefix+"before:", testenv.MigratedDatabase(b), "[pumping]\nmode = \"shadow\"\n")
+		// SMSGW_BENCH_BEFORE_CONFIG is more config for that binary alone:
+		// with SMSGW_BENCH_BEFORE a tree of this same commit, it prices one
+		// setting, e.g. a webhook whose receiver is down.
+		more := strings.ReplaceAll(os.Getenv("SMSGW_BENCH_BEFORE_CONFIG"), `\n`, "\n")
+		beforeURL = startSmsgwFrom(b, before, prefix+"before:", testenv.MigratedDatabase(b), mergeTOML("[pumping]\nmode = \"shadow\"\n", more))
 	}
 	script, err := filepath.Abs("send.lua")
 	if err != nil {
