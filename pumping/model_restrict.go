@@ -53,7 +53,7 @@ func (d *modelDecision) signs(st *modelSubject) (string, string) {
 // approved: some approval, and at most as many texts unverified as
 // approved over the window and over the last hour (a text of slack, two in
 // the hour for codes still being typed).
-func good(l *ledger) bool { return l.A >= 1 && l.S-l.A <= l.A+1 && l.uh <= l.hour+2 }
+func good(l *ledger) bool { return l.A >= 1 && l.S-l.A <= l.signBudget() && l.uh <= l.hour+2 }
 
 // foreign says whether a network level is known for real users of other
 // countries: at least two codes approved elsewhere, and more than twice as
@@ -80,7 +80,7 @@ func (d *modelDecision) callerSignal() int64 {
 		any = true
 		if good(st.sub) {
 			ok = true
-		} else if st.sub.S-st.sub.A > st.sub.A+1 {
+		} else if st.sub.S-st.sub.A > st.sub.signBudget() {
 			bad = true
 		}
 	}
@@ -152,9 +152,8 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 	add := st.add
 	u := led.unverified()
 	budget := led.budget(lfloor, d.a.ratio, d.a.hourFactor)
-	// The short horizon: the last hour's unverified texts at most floor +
-	// ratio * the hour's approvals, so a surge nobody verifies counts at once.
-	bh := lfloor + d.a.ratio*led.hour
+	// The short horizon (hourBudget): a surge nobody verifies counts at once.
+	bh := led.hourBudget(lfloor, d.a.ratio)
 	over := u+add > budget
 	overh := led.uh+add > bh
 	if overh && !over {

@@ -77,6 +77,19 @@ func (l *ledger) budget(floor, ratio, hourFactor float64) float64 {
 	return floor + ratio*max(l.A, hourFactor*l.hour, l.pk)
 }
 
+// hourBudget is the short horizon of a restricted subject's budget: its
+// unverified texts of the last hour at most
+//
+//	floor + ratio * approvals in the last hour
+//
+// so a surge nobody verifies counts at once.
+func (l *ledger) hourBudget(floor, ratio float64) float64 { return floor + ratio*l.hour }
+
+// signBudget is what keeps a network level's sign of a real user (good,
+// callerSignal): its texts to a country unverified over the window at most
+// its approvals + 1.
+func (l *ledger) signBudget() float64 { return l.A + 1 }
+
 // restricted says whether the subject's restriction runs at now.
 func (l *ledger) restricted(now int64) bool { return l.hasRx && l.rx > float64(now) }
 

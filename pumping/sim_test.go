@@ -64,6 +64,7 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 			dumpServed(sc.name)
 		}
 		printSim(rows, time.Since(start), 0.6*scale)
+		printBounds(rows)
 		worstAttack, worstUsers, worstChallenged := 0.0, 0.0, 0.0
 		for _, r := range rows {
 			switch r.policy {
@@ -551,6 +552,9 @@ type simRow struct {
 	op, opRefused                                    int
 	// byRule counts the real users each pumping rule refused.
 	byRule map[string]int
+	// bound: smsgw's attack texts next to the stated bound, in the rows
+	// it is stated for (sim_bound_test.go).
+	bound *boundResult
 }
 
 func (r simRow) attackShare() float64 { return float64(r.texts) / float64(max(r.attempts, 1)) }
@@ -689,8 +693,12 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 		q = append(q, event{at: base + t.start, kind: evSend, u: &u})
 	}
 	heap.Init(&q)
-	_, concurrent := p.(*smsgwPolicy)
+	sp, concurrent := p.(*smsgwPolicy)
 	row := simRow{scenario: name, policy: p.name()}
+	if concurrent && !sp.challenge && sc != nil && boundRow(sc.name) {
+		sp.track = newBoundTracker(sc.operator)
+		defer func() { sp.track = nil }()
+	}
 	var from, to time.Duration
 	if sc != nil {
 		from, to = sc.attackWindow()
@@ -729,6 +737,9 @@ func (s *sim) runPolicy(p policy, template []*user, base, length time.Duration, 
 		batch = append(batch, e)
 	}
 	flush()
+	if concurrent && sp.track != nil {
+		row.bound = sp.track.result()
+	}
 	for _, u := range users {
 		switch {
 		case u.attack && u.own:
@@ -886,6 +897,8 @@ type smsgwPolicy struct {
 	// user solves or not (user.solves), as otp's gate does; budgeted:
 	// with pumping.challenge_budget.
 	challenge, budgeted bool
+	// track, while a row of the stated bound runs, notes the attack's texts.
+	track *boundTracker
 }
 
 func newSmsgw(rdb redis.UniversalClient, prefix string, challenge, budgeted bool) *smsgwPolicy {
@@ -923,6 +936,10 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 	}
 	if simDebug && u.attack {
 		p.noteServed(r)
+	}
+	if t, _ := r.Ticket.(*reservation); p.track != nil && u.attack && !u.own && t != nil && len(t.calls) > 0 {
+		rep := t.calls[0].reply
+		p.track.note(p, now, u, rep.countryNew, rep.signal)
 	}
 	return verdict{}
 }

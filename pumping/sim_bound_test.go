@@ -1,0 +1,184 @@
+package pumping
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The stated bound (docs/pumping.md, "The stated bound"): what an attack
+// nothing can tell apart from new users can text, from the budget formula
+// of the model (ledger.budget, ledger.hourBudget, ledger.signBudget). The
+// simulation works it out for the rows of such attacks, from the attacked
+// subject's ledgers as they stood at each of the attack's texts, and prints
+// it next to the row's texts.
+
+// boundRow says whether a scenario is one of the attacks the bound is
+// stated for: a spread from the country's own pools, or a launch day.
+func boundRow(name string) bool {
+	return strings.Contains(name, "from proxies inside") || strings.HasPrefix(name, "launch day")
+}
+
+// boundTracker gathers one row's attack texts by the path that let them
+// through and the largest bound each path had while they came.
+type boundTracker struct {
+	mu       sync.Mutex
+	operator string // the attacked operator; "": the country
+	subject  string // the attacked subject's id (operator, or country)
+	formula  string // the window bound's terms, at its largest
+	unsigned int    // counted in the subject's own ledger
+	budget   float64
+	hours    map[int64]*boundHour // by bucket
+	signed   int                  // passed on a caller network's sign
+	nets     map[string]float64   // widest network level → its largest signBudget + 1
+	foreign  int                  // counted in the subject's ledger of networks known abroad
+	fbudget  float64
+	other    int // passed uncounted otherwise (a returning number: never for an attack)
+}
+
+// boundHour is one hour (bucket) of the attack's unsigned texts and the
+// largest short-horizon budget they were admitted under.
+type boundHour struct {
+	texts  int
+	budget float64
+}
+
+func newBoundTracker(operator string) *boundTracker {
+	return &boundTracker{operator: operator, hours: map[int64]*boundHour{}, nets: map[string]float64{}}
+}
+
+// note reads, after one attack text was let through, the ledger it counted
+// in (or the network whose sign passed it) and keeps the bound's terms.
+// countryNew and signal are decide's reply.
+func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, signal int64) {
+	g := p.g
+	var sb *subject
+	grp := g.destination(u.phone)
+	for i := range grp.subjects {
+		s := &grp.subjects[i]
+		if (t.operator != "" && s.rule == RuleOperator) || (t.operator == "" && s.rule == RuleCountry) {
+			sb = s
+		}
+	}
+	if sb == nil {
+		return
+	}
+	c := newModelClock(now.UnixMilli(), ms(bucket), int64(g.cfg.Window/bucket))
+	load := func(key string, learn bool) *ledger {
+		h, err := g.rdb.HGetAll(context.Background(), key).Result()
+		if err != nil {
+			panic(err)
+		}
+		st := newModelStore()
+		if len(h) > 0 {
+			st.hashes[key] = h
+		}
+		return c.load(st.begin(), key, learn, "c")
+	}
+	ratio, hf, floor := g.cfg.Ratio, g.cfg.HourFactor, float64(sb.floor)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.subject = sb.id
+	switch {
+	case countryNew&1 != 0:
+		l := load(sb.key, true)
+		t.unsigned++
+		if b := l.budget(floor, ratio, hf); b >= t.budget {
+			t.budget = b
+			t.formula = fmt.Sprintf("%g + %g × max(%g, %g × %.1f, %g)", floor, ratio, l.A, hf, l.hour, l.pk)
+		}
+		h := t.hours[c.cur]
+		if h == nil {
+			h = &boundHour{}
+			t.hours[c.cur] = h
+		}
+		h.texts++
+		h.budget = max(h.budget, l.hourBudget(floor, ratio))
+	case countryNew&4 != 0:
+		l := load(sb.foreign, true)
+		t.foreign++
+		t.fbudget = max(t.fbudget, l.budget(max(float64(int(floor/3)), 1), ratio, hf))
+	case signal == 1:
+		t.signed++
+		for _, n := range g.caller(u.ip, u.country).subjects {
+			if n.sub != "" {
+				// The widest level: no level may be over its signBudget for
+				// the sign to hold, and every narrower one lies inside it.
+				l := load(n.sub, false)
+				t.nets[n.sub] = max(t.nets[n.sub], l.signBudget()+1)
+				break
+			}
+		}
+	default:
+		t.other++
+	}
+}
+
+// boundResult is a row's attack texts next to its bound.
+type boundResult struct {
+	subject, formula                 string
+	unsigned, signed, foreign, other int
+	budget, fbudget, nets            float64
+	worstHour                        boundHour
+	hoursOver, netsN                 int
+}
+
+func (t *boundTracker) result() *boundResult {
+	r := &boundResult{subject: t.subject, formula: t.formula, unsigned: t.unsigned, signed: t.signed, foreign: t.foreign,
+		other: t.other, budget: t.budget, fbudget: t.fbudget}
+	for _, x := range slices.Sorted(maps.Keys(t.hours)) {
+		h := t.hours[x]
+		if float64(h.texts) > h.budget {
+			r.hoursOver++
+		}
+		if h.texts > r.worstHour.texts {
+			r.worstHour = *h
+		}
+	}
+	for _, b := range t.nets {
+		r.nets += b
+	}
+	r.netsN = len(t.nets)
+	return r
+}
+
+func (r *boundResult) texts() int { return r.unsigned + r.signed + r.foreign + r.other }
+
+// bound is the row's whole bound: the subject's budget, its ledger of
+// networks known abroad, and the approving networks' sign, each at its
+// largest while the attack ran.
+func (r *boundResult) bound() float64 { return r.budget + r.fbudget + r.nets }
+
+// within says whether every path stayed inside its own bound, and every
+// hour inside its short horizon.
+func (r *boundResult) within() bool {
+	return float64(r.unsigned) <= r.budget && float64(r.foreign) <= r.fbudget && float64(r.signed) <= r.nets &&
+		r.other == 0 && r.hoursOver == 0
+}
+
+func printBounds(rows []simRow) {
+	var any bool
+	for _, r := range rows {
+		if r.bound == nil {
+			continue
+		}
+		if !any {
+			fmt.Printf("\nThe stated bound (docs/pumping.md): smsgw's attack texts in the rows nothing can tell apart, by the path that let them through, next to the bound from the model's budget formula, each at its largest while the attack ran\n\n")
+			fmt.Printf("| scenario | subject | attack texts | bound | within | unsigned texts | bound: floor + ratio × max(A, hour_factor × hour, pk) | worst hour's unsigned texts | bound: floor + ratio × hour | hours over | on a network's sign | bound: Σ per network A + 2 (networks) | foreign ledger | bound |\n")
+			fmt.Printf("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			any = true
+		}
+		b := r.bound
+		within := "yes"
+		if !b.within() {
+			within = "**no**"
+		}
+		fmt.Printf("| %s | %s | %d | %.0f | %s | %d | %.0f (%s) | %d | %.1f | %d | %d | %.0f (%d) | %d | %.0f |\n", r.scenario, b.subject, b.texts(),
+			b.bound(), within, b.unsigned, b.budget, b.formula, b.worstHour.texts, b.worstHour.budget, b.hoursOver, b.signed, b.nets,
+			b.netsN, b.foreign, b.fbudget)
+	}
+}
