@@ -24,6 +24,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	outbox *events.Outbox
 	log    *slog.Logger
+	queue  sentQueue
 }
 
 var _ otp.Verifications = (*Store)(nil)
@@ -63,43 +64,6 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
-}
-
-// Sent records a send: a new verification, or one more text of a pending
-// one (its delivery status starts again: it is the last text's). A receipt
-// that arrived before the record is applied at once.
-func (s *Store) Sent(ctx context.Context, in otp.VerificationSend) error {
-	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		v, err := scanRecord(tx.QueryRow(ctx, `
-			INSERT INTO verifications (id, phone_e164, country, api_key, status, sends, attempts_left, provider,
-				provider_message_id, request_id, created_at, updated_at, expires_at)
-			VALUES ($1, $2, $3, $4, 'pending', 1, $5, $6, $7, $8, $9, $9, $10)
-			ON CONFLICT (id) DO UPDATE SET sends = verifications.sends + 1, delivery_status = NULL,
-				provider = excluded.provider, provider_message_id = excluded.provider_message_id,
-				request_id = excluded.request_id, updated_at = excluded.updated_at, expires_at = excluded.expires_at
-			RETURNING `+columns,
-			in.ID, in.Phone.E164, in.Phone.Country(), in.APIKey, in.AttemptsLeft, in.Receipt.Provider,
-			in.Receipt.MessageID, in.RequestID, in.At, in.ExpiresAt))
-		if err != nil {
-			return fmt.Errorf("verifications: sent: %w", err)
-		}
-		if err := s.outbox.Add(ctx, tx, event(events.VerificationSent, v, in.RequestID, in.At)); err != nil {
-			return err
-		}
-		if in.Receipt.MessageID == "" {
-			return nil
-		}
-		var early string
-		err = tx.QueryRow(ctx, `SELECT status FROM delivery_receipts WHERE provider = $1 AND message_id = $2
-			ORDER BY smsgw_delivery_rank(status) DESC LIMIT 1`, in.Receipt.Provider, in.Receipt.MessageID).Scan(&early)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("verifications: early receipt: %w", err)
-		}
-		return s.receipt(ctx, tx, in.Receipt.Provider, in.Receipt.MessageID, early)
-	})
 }
 
 // Checked records a verify that changed the number's pending code on its
