@@ -2,17 +2,22 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// maintain prunes delivered events past Retention and refreshes the backlog
-// gauges. Every replica may run it: both are idempotent.
+// maintain prunes delivered events past Retention, keeps as failed the
+// rows that outlived retry_for unattempted, and refreshes the backlog
+// gauges. Every replica may run it: all three are idempotent.
 func (x *Outbox) maintain(ctx context.Context) {
 	if _, err := x.Prune(ctx, time.Now()); err != nil && ctx.Err() == nil {
 		x.log.WarnContext(ctx, "events: prune failed", "err", err)
+	}
+	if _, err := x.failUnattempted(ctx); err != nil && ctx.Err() == nil {
+		x.log.WarnContext(ctx, "events: expired deliveries not kept as failed", "err", err)
 	}
 	if err := x.observeBacklog(ctx); err != nil && ctx.Err() == nil {
 		x.log.WarnContext(ctx, "events: backlog not measured", "err", err)
@@ -28,6 +33,44 @@ func (x *Outbox) Prune(ctx context.Context, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("events: prune: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// failUnattempted keeps as failed the due rows past their retry_until that
+// no attempt will fail: those of a webhook whose circuit is open here (its
+// probes are its rows' attempts, each failed with the receiver down), and
+// those of a webhook no replica is configured with any more (rows of a
+// webhook only this replica lacks are delivered by the replicas that have
+// it, before their retry_until). A row under a lease (being attempted) is
+// not due, so it is left to its attempt. It returns how many it failed.
+func (x *Outbox) failUnattempted(ctx context.Context) (int, error) {
+	n := 0
+	fail := func(q, msg string, args ...any) error {
+		rows, err := x.pool.Query(ctx, `UPDATE event_outbox SET state = 'failed', last_error = $1
+			WHERE state = 'pending' AND next_attempt_at <= now() AND retry_until <= now() AND `+q+`
+			RETURNING type`, append([]any{msg}, args...)...)
+		if err != nil {
+			return err
+		}
+		types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, t := range types {
+			x.m.failed.WithLabelValues(t).Inc()
+		}
+		n += len(types)
+		return nil
+	}
+	for u, lastErr := range x.circ.openNow() {
+		msg := "not attempted for its last retries, the receiver failing: " + lastErr
+		if err := fail("webhook = $2", msg, u); err != nil {
+			return n, fmt.Errorf("events: expire: %w", err)
+		}
+	}
+	if err := fail("webhook <> ALL($2::text[])", "webhook not configured", x.urls); err != nil {
+		return n, fmt.Errorf("events: expire: %w", err)
+	}
+	return n, nil
 }
 
 // Backlog is what the outbox holds that is not delivered.
@@ -94,13 +137,20 @@ func (x *Outbox) Failed(ctx context.Context, limit int) ([]FailedDelivery, error
 }
 
 // Retry puts a failed delivery back in the queue, due now and retried for
-// another RetryFor; it reports whether there was such a failed delivery.
+// another RetryFor; it reports whether there was such a failed delivery. An
+// operator retries once the receiver is fixed: if this replica's circuit
+// for the webhook is open, its next claim probes it at once.
 func (x *Outbox) Retry(ctx context.Context, seq int64) (bool, error) {
-	tag, err := x.pool.Exec(ctx, `UPDATE event_outbox SET state = 'pending', next_attempt_at = now(),
+	var webhook string
+	err := x.pool.QueryRow(ctx, `UPDATE event_outbox SET state = 'pending', next_attempt_at = now(),
 		retry_until = now() + make_interval(secs => $2::double precision / 1000)
-		WHERE seq = $1 AND state = 'failed'`, seq, x.o.RetryFor.Milliseconds())
+		WHERE seq = $1 AND state = 'failed' RETURNING webhook`, seq, x.o.RetryFor.Milliseconds()).Scan(&webhook)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("events: retry: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	x.circ.probeNow(webhook)
+	return true, nil
 }

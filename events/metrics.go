@@ -6,6 +6,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	written, delivered, attemptsFailed, failed *prometheus.CounterVec
 	pending, failedNow, oldest                 prometheus.Gauge
+	circuitOpen                                *prometheus.GaugeVec
+	circuitOpened                              *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -24,9 +26,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Event deliveries kept as failed, waiting for an operator's retry."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "smsgw_events_oldest_pending_seconds",
 			Help: "Age of the oldest event delivery not made yet (0 when none)."}),
+		circuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "smsgw_events_circuit_open",
+			Help: "1 while this replica holds back a webhook's deliveries after a failed attempt (one probe per backoff), else 0; by webhook URL without its query."}, []string{"webhook"}),
+		circuitOpened: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "smsgw_events_circuit_opened_total",
+			Help: "Times this replica's circuit for a webhook opened (a failed attempt after a 2xx or at start), by webhook URL without its query."}, []string{"webhook"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.written, m.delivered, m.attemptsFailed, m.failed, m.pending, m.failedNow, m.oldest)
+		reg.MustRegister(m.written, m.delivered, m.attemptsFailed, m.failed, m.pending, m.failedNow, m.oldest,
+			m.circuitOpen, m.circuitOpened)
 	}
 	return m
 }

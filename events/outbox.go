@@ -79,6 +79,8 @@ type Outbox struct {
 	pool *pgxpool.Pool
 	o    Options
 	keys map[string][]byte // webhook URL → HMAC key
+	urls []string          // the webhooks' URLs, each once, in config order
+	circ *circuits
 	log  *slog.Logger
 	m    *metrics
 }
@@ -87,11 +89,15 @@ type Outbox struct {
 // and its loop only waits.
 func NewOutbox(pool *pgxpool.Pool, o Options, log *slog.Logger) *Outbox {
 	o.defaults()
-	keys := make(map[string][]byte, len(o.Webhooks))
+	x := &Outbox{pool: pool, o: o, keys: make(map[string][]byte, len(o.Webhooks)), log: log, m: newMetrics(o.Metrics)}
 	for _, w := range o.Webhooks {
-		keys[w.URL] = w.Key
+		if _, ok := x.keys[w.URL]; !ok {
+			x.urls = append(x.urls, w.URL)
+		}
+		x.keys[w.URL] = w.Key
 	}
-	return &Outbox{pool: pool, o: o, keys: keys, log: log, m: newMetrics(o.Metrics)}
+	x.circ = newCircuits(x.urls, x.backoff, x.m)
+	return x
 }
 
 // On reports whether any webhook is configured.
