@@ -135,10 +135,10 @@ type Limiter interface {
 	Reset(ctx context.Context, subjects []Subject) error
 }
 
-// RefusalMemory is a Limiter that remembers the refusals it decided until
-// they lapse: Remembered answers one from memory, as its next Allow would.
-// A send asks it before it makes a code, so a flood on a held subject costs
-// no random code, seal or MAC.
+// RefusalMemory is a SendAdmitter whose windows remember the refusals they
+// decided until they lapse: Remembered answers one from memory, as its next
+// Admit would. A send asks it before it makes a code, so a flood on a held
+// subject costs no random code, seal or MAC.
 type RefusalMemory interface {
 	Remembered(subjects []Subject) (Decision, bool)
 }

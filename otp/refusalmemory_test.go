@@ -9,9 +9,9 @@ import (
 	"smsgw/otp/otptest"
 )
 
-// remembering is a limiter whose memory refuses every phone subject.
+// remembering is an admitter whose memory refuses every phone subject.
 type remembering struct {
-	*otptest.Limiter
+	*otptest.Admitter
 	asked int
 }
 
@@ -22,10 +22,11 @@ func (r *remembering) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
 }
 
 func TestRememberedRefusalMakesNoCode(t *testing.T) {
-	mem := &remembering{Limiter: &otptest.Limiter{}}
+	mem := &remembering{}
 	admitted := 0
 	w := newWorld(t, func(_ *otp.Config, d *otp.Deps, w *world) {
-		d.Limiter = mem
+		mem.Admitter = w.admit
+		d.Admitter = mem
 		w.admit.AdmitFn = func(ctx context.Context, a otp.Admission) (otp.Admitted, error) {
 			admitted++
 			// What the store answers from the same memory.

@@ -55,7 +55,7 @@ func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Pho
 		return admitted{}, err
 	}
 	subjects := s.requestSubjects(phone, req)
-	if m, ok := s.Limiter.(RefusalMemory); ok && scope == "" {
+	if m, ok := s.Admitter.(RefusalMemory); ok && scope == "" {
 		// The Admitter would answer the same from the same memory, after
 		// the code it did not need. (With a scope it claims first.)
 		if d, held := m.Remembered(subjects); held {

@@ -136,7 +136,8 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 }
 
 // Remembered is a refusal of subjects this replica remembers, answered
-// without Redis (otp.RefusalMemory): what Allow and Windows would answer.
+// without Redis (what the send admitters' otp.RefusalMemory answers): what
+// Allow and Windows would answer.
 func (l *Limiter) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
 	if len(subjects) == 0 {
 		return otp.Decision{}, false

@@ -36,7 +36,11 @@ type stores struct {
 	idempotency *codestore.Idempotency
 }
 
-var _ otp.SendAdmitter = (*Admitter)(nil)
+var (
+	_ otp.SendAdmitter  = (*Admitter)(nil)
+	_ otp.RefusalMemory = (*Admitter)(nil)
+	_ otp.RefusalMemory = (*ClusterAdmitter)(nil)
+)
 
 // New composes the script (once: a part's script changes with its
 // package). The parts must share one Redis primary with scripts.
@@ -139,6 +143,12 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount
 	}
 	out.Issued = true
 	return out, nil
+}
+
+// Remembered is a refusal of subjects the windows remember, answered
+// without Redis (otp.RefusalMemory): what Admit would answer.
+func (s stores) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
+	return s.limiter.Remembered(subjects)
 }
 
 // Undo takes back what an admission counted and stored (the claim is the
