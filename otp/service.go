@@ -54,24 +54,34 @@ type Deps struct {
 	Challenge ChallengeVerifier
 	Secrets   *Secrets
 	Messages  *Messages
-	// Phones parses the numbers of requests; left nil, ParsePhone parses
-	// each one afresh. The root gives a cache (package phonecache):
-	// libphonenumber's regexes are a request's largest cost.
-	Phones PhoneParser
+	// Phones remembers the answers of ParsePhone; left nil, each number
+	// is parsed afresh. The root gives a bounded cache (package
+	// phonecache): libphonenumber's regexes are a request's largest cost.
+	Phones PhoneCache
 	// Verifications keeps each code's verification record and its events;
 	// left nil, NoVerifications.
 	Verifications Verifications
 }
 
-// PhoneParser is ParsePhone, perhaps remembering its answers.
-type PhoneParser interface {
-	Parse(raw, region string) (Phone, error)
+// PhoneCache keeps ParsePhone's answers, valid or not, by the raw number
+// and the region it was parsed in. The flows parse on a miss and Put the
+// answer: the cache only stores.
+type PhoneCache interface {
+	Get(raw, region string) (ParsedPhone, bool)
+	Put(raw, region string, p ParsedPhone)
 }
 
-// parseEach is the PhoneParser of a Service given none.
-type parseEach struct{}
+// ParsedPhone is one answer of ParsePhone.
+type ParsedPhone struct {
+	Phone Phone
+	Err   error
+}
 
-func (parseEach) Parse(raw, region string) (Phone, error) { return ParsePhone(raw, region) }
+// noPhoneCache is the PhoneCache of a Service given none.
+type noPhoneCache struct{}
+
+func (noPhoneCache) Get(string, string) (ParsedPhone, bool) { return ParsedPhone{}, false }
+func (noPhoneCache) Put(string, string, ParsedPhone)        {}
 
 // PrefixRules are windows counted per leading Digits digits of the E.164
 // number (one number range).
@@ -112,7 +122,7 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 		deps.Challenge = NoChallenge{}
 	}
 	if deps.Phones == nil {
-		deps.Phones = parseEach{}
+		deps.Phones = noPhoneCache{}
 	}
 	if deps.Verifications == nil {
 		deps.Verifications = NoVerifications{}
@@ -128,5 +138,11 @@ func (s *Service) parsePhone(raw, region string) (Phone, error) {
 	if region == "" {
 		region = s.cfg.DefaultRegion
 	}
-	return s.Phones.Parse(raw, strings.ToUpper(region))
+	region = strings.ToUpper(region)
+	if p, ok := s.Phones.Get(raw, region); ok {
+		return p.Phone, p.Err
+	}
+	p, err := ParsePhone(raw, region)
+	s.Phones.Put(raw, region, ParsedPhone{p, err})
+	return p, err
 }

@@ -9,29 +9,28 @@ import (
 	"smsgw/otp"
 )
 
-// Cache is an otp.PhoneParser. It is bounded (attackers choose the keys)
-// and sharded (every request uses it).
+// Cache is an otp.PhoneCache: it only stores (the flows parse on a miss).
+// It is bounded (attackers choose the keys) and sharded (every request uses
+// it).
 type Cache struct {
-	m *boundedmap.Map[result]
+	m *boundedmap.Map[otp.ParsedPhone]
 }
 
-type result struct {
-	phone otp.Phone
-	err   error
-}
+var _ otp.PhoneCache = (*Cache)(nil)
 
 // New is a cache of about entries answers.
 func New(entries int) *Cache {
-	return &Cache{m: boundedmap.New[result](entries, boundedmap.DropEighth)}
+	return &Cache{m: boundedmap.New[otp.ParsedPhone](entries, boundedmap.DropEighth)}
 }
 
-// Parse is otp.ParsePhone, remembered.
-func (c *Cache) Parse(raw, region string) (otp.Phone, error) {
-	key := region + "\x00" + raw
-	if r, ok := c.m.Get(key, nil); ok {
-		return r.phone, r.err
-	}
-	p, err := otp.ParsePhone(raw, region)
-	c.m.Put(key, result{p, err}, nil)
-	return p, err
+// Get is the answer remembered for raw parsed in region.
+func (c *Cache) Get(raw, region string) (otp.ParsedPhone, bool) {
+	return c.m.Get(key(raw, region), nil)
 }
+
+// Put remembers p as the answer for raw parsed in region.
+func (c *Cache) Put(raw, region string, p otp.ParsedPhone) {
+	c.m.Put(key(raw, region), p, nil)
+}
+
+func key(raw, region string) string { return region + "\x00" + raw }

@@ -159,14 +159,23 @@ func (c Challenge) Widget() otp.ChallengeWidget {
 	return otp.ChallengeWidget{Provider: c.Provider, SiteKey: "site-key"}
 }
 
-// PhoneParser is an otp.PhoneParser; without ParseFn it is otp.ParsePhone.
-type PhoneParser struct {
-	ParseFn func(raw, region string) (otp.Phone, error)
+// PhoneCache is an otp.PhoneCache over a map, counting its hits.
+type PhoneCache struct {
+	m    map[[2]string]otp.ParsedPhone
+	Hits int
 }
 
-func (p PhoneParser) Parse(raw, region string) (otp.Phone, error) {
-	if p.ParseFn == nil {
-		return otp.ParsePhone(raw, region)
+func (c *PhoneCache) Get(raw, region string) (otp.ParsedPhone, bool) {
+	p, ok := c.m[[2]string{raw, region}]
+	if ok {
+		c.Hits++
 	}
-	return p.ParseFn(raw, region)
+	return p, ok
+}
+
+func (c *PhoneCache) Put(raw, region string, p otp.ParsedPhone) {
+	if c.m == nil {
+		c.m = map[[2]string]otp.ParsedPhone{}
+	}
+	c.m[[2]string{raw, region}] = p
 }
