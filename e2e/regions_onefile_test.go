@@ -15,7 +15,8 @@ import (
 // file, SMSGW_REGION naming each process's region and every region's Redis
 // listed under [region.redis.*], its own included (docs/regions.md's way).
 // Races from all three on numbers homed in each admit exactly the limit, a
-// code sent through one region verifies through another, and a region's
+// code sent through one region verifies through another, a verification
+// is canceled through the region that answered, and a region's
 // Redis gone fails its numbers closed everywhere while the others serve.
 // TestThreeRegions checks the latencies and cuts; it needs a proxy per
 // link, which one shared file cannot name.
@@ -103,6 +104,29 @@ timeout = "5s"
 			if res.Status != 200 {
 				t.Fatalf("%s: verify through %s: %d %s, want 200", tc.phone, tc.with, res.Status, res.Raw)
 			}
+		}
+	})
+
+	t.Run("a verification is canceled through the region that answered its send", func(t *testing.T) {
+		// Homed in a, sent and canceled through b: the record is b's (its
+		// Postgres), the code a's (its Redis), withdrawn across regions.
+		const phone = "+447400123403"
+		b := procs["b"]
+		res := sendFrom(t, b, phone)
+		if res.Status != 202 {
+			t.Fatalf("send through b: %d %s", res.Status, res.Raw)
+		}
+		id, _ := res.Body["verification_id"].(string)
+		bodies := outbox(t, b, phone)
+		if len(bodies) != 1 {
+			t.Fatalf("%d texts, want 1", len(bodies))
+		}
+		if c := post(t, b.URL+"/v1/otp/verifications/"+id+"/cancel", "", bearer(adminToken)); c.Status != 200 || c.Body["status"] != "canceled" {
+			t.Fatalf("cancel through b: %d %s, want 200 canceled", c.Status, c.Raw)
+		}
+		v := post(t, procs["a"].URL+"/v1/otp/verify", fmt.Sprintf(`{"phone": %q, "code": %q}`, phone, codeIn(bodies[0])), nil)
+		if v.Status != 404 || v.ErrorCode() != "no_pending_code" {
+			t.Fatalf("verify at the home after the cancel: %d %s, want 404 no_pending_code", v.Status, v.Raw)
 		}
 	})
 

@@ -98,6 +98,22 @@ func (c codes) Cancel(ctx context.Context, phone string) (bool, error) {
 	return ok, err
 }
 
+// Withdraw removes the number's pending code while it is still the one of
+// a verification (prefix), at home and in the fallback store, like Cancel:
+// a verification started through any region can be canceled through any.
+func (c codes) Withdraw(ctx context.Context, phone string, prefix []byte) (bool, error) {
+	home := c.d.homeOfNumber(phone)
+	ok, err := home.Codes.Withdraw(ctx, phone, prefix)
+	if home != c.d.local && c.d.o.Fallback > 0 {
+		fok, ferr := c.d.o.FallbackCodes.Withdraw(ctx, phone, prefix)
+		if ferr == nil && Unreachable(err) {
+			return fok, nil
+		}
+		ok = ok || fok
+	}
+	return ok, err
+}
+
 // idempotency keeps a send's idempotency scope in its number's home region.
 type idempotency struct{ d *Deployment }
 

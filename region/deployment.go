@@ -27,9 +27,11 @@ type Store struct {
 	Idempotency otp.IdempotencyStore
 }
 
-// CodeStore is an otp.CodeStore the support desk can also cancel codes in.
+// CodeStore is an otp.CodeStore the support desk can also cancel codes in,
+// and a caller can withdraw its verification's code from.
 type CodeStore interface {
 	otp.CodeStore
+	otp.CodeWithdrawer
 	Cancel(ctx context.Context, phone string) (bool, error)
 }
 
