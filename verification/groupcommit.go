@@ -9,9 +9,11 @@ import (
 	"smsgw/otp"
 )
 
-// maxGroup bounds one group's records: a statement's arrays and one
-// transaction's locks stay small, and the next group's leader starts soon.
-const maxGroup = 256
+// maxGroup bounds one group's records, so a statement's arrays stay a
+// modest size. It is large because groups are written one at a time: when
+// Postgres hangs, each group waits out inTx's deadline, and what queued
+// meanwhile must fit in the next group, not wait for several.
+const maxGroup = 4096
 
 // sentQueue shares one transaction among the records of sends that arrive
 // together (a group commit): each accepted send used to pay for a
