@@ -3,20 +3,14 @@ package verification_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"smsgw/events"
-	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/verification"
 )
 
 // TestSendsSharingAGroup races sends into the group commit: first texts
@@ -25,18 +19,10 @@ import (
 // Every record, every sends count, every event and every early receipt
 // must come out as if each send had a transaction of its own.
 func TestSendsSharingAGroup(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	pool := testenv.Pool(t)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	t.Cleanup(receiver.Close)
-	outbox := events.NewOutbox(pool, events.Options{Webhooks: []events.Webhook{{URL: receiver.URL, Key: []byte("0123456789abcdef")}},
-		Metrics: prometheus.NewRegistry()}, log)
-	store := verification.New(pool, outbox, log)
-	ph, err := otp.ParsePhone("+14155552671", "US")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, pool, ph := newStore(t, events.Webhook{URL: receiver.URL, Key: []byte("0123456789abcdef")})
 
 	const verifications, resent, resends = 200, 10, 4
 	id := func(i int) string { return fmt.Sprintf("0199aaaa-0000-7000-8000-%012d", i) }

@@ -2,31 +2,17 @@ package verification_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"smsgw/events"
-	"smsgw/internal/testenv"
 	"smsgw/otp"
-	"smsgw/verification"
 )
 
 // TestRecordOutlivesItsRequest: a client that hangs up once its text is
 // out must not cancel the record of that text, nor of the verify that
 // approved it: both happened.
 func TestRecordOutlivesItsRequest(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := testenv.Pool(t)
-	outbox := events.NewOutbox(pool, events.Options{Metrics: prometheus.NewRegistry()}, log)
-	store := verification.New(pool, outbox, log)
-	ph, err := otp.ParsePhone("+14155552671", "US")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _, ph := newStore(t)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	const id = "0199aaaa-0000-7000-8000-0000000000a1"
