@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +188,39 @@ func TestPumpingChangesToldOnce(t *testing.T) {
 	got := testenv.Strings(t, pool, `SELECT type || ' ' || (payload->'data'->>'rule') || ' ' || (payload->'data'->>'subject') FROM event_outbox ORDER BY seq`)
 	if len(got) != 2 || got[0] != "pumping.restricted range +3712000" || got[1] != "pumping.lifted range +3712000" {
 		t.Fatalf("outbox %v", got)
+	}
+}
+
+// TestAddWritesEachEventForEachWebhookThatWantsIt: one row per event and
+// webhook taking its type, written once however often it is added.
+func TestAddWritesEachEventForEachWebhookThatWantsIt(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	key, _ := events.ParseSecret(secret)
+	x := events.NewOutbox(pool, events.Options{Webhooks: []events.Webhook{{URL: "http://127.0.0.1:1/all", Key: key},
+		{URL: "http://127.0.0.1:1/approved", Key: key, Types: []string{events.VerificationApproved}}}},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	evs := []events.Event{events.New(events.VerificationSent, at, map[string]int{"i": 1}),
+		events.New(events.VerificationApproved, at, map[string]int{"i": 2}), events.New(events.VerificationSent, at, nil)}
+	for range 2 {
+		if err := x.AddNow(ctx, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.AddNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.Strings(t, pool, `SELECT type || ' ' || substr(webhook, 19) || ' ' || payload::text || ' ' || state || ' '
+		|| (created_at = $1 AND next_attempt_at = $1 AND retry_until = $1 + interval '24h')
+		FROM event_outbox ORDER BY seq`, at)
+	want := []string{
+		`verification.sent /all {"data": {"i": 1}, "type": "verification.sent", "timestamp": "2026-11-27T03:00:00Z"} pending true`,
+		`verification.approved /all {"data": {"i": 2}, "type": "verification.approved", "timestamp": "2026-11-27T03:00:00Z"} pending true`,
+		`verification.approved /approved {"data": {"i": 2}, "type": "verification.approved", "timestamp": "2026-11-27T03:00:00Z"} pending true`,
+		`verification.sent /all {"data": null, "type": "verification.sent", "timestamp": "2026-11-27T03:00:00Z"} pending true`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outbox\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

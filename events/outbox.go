@@ -103,12 +103,16 @@ func NewOutbox(pool *pgxpool.Pool, o Options, log *slog.Logger) *Outbox {
 // On reports whether any webhook is configured.
 func (x *Outbox) On() bool { return len(x.o.Webhooks) > 0 }
 
-// Add writes evs in tx, one row per event and webhook that wants its type:
-// durable when tx commits, with the change it tells.
+// Add writes evs in tx, one row per event and webhook that wants its type,
+// in one statement (a send's transaction may carry the events of many
+// sends: one round trip for all of them): durable when tx commits, with the
+// change it tells.
 func (x *Outbox) Add(ctx context.Context, tx pgx.Tx, evs ...Event) error {
 	if !x.On() {
 		return nil
 	}
+	var ids, hooks, types, bodies []string
+	var at, until []time.Time
 	for _, ev := range evs {
 		body, err := ev.Body()
 		if err != nil {
@@ -118,16 +122,24 @@ func (x *Outbox) Add(ctx context.Context, tx pgx.Tx, evs ...Event) error {
 			if !w.Wants(ev.Type) {
 				continue
 			}
-			_, err := tx.Exec(ctx, `
-				INSERT INTO event_outbox (event_id, webhook, type, payload, created_at, next_attempt_at, retry_until)
-				VALUES ($1, $2, $3, $4, $5, $5, $6)
-				ON CONFLICT DO NOTHING`,
-				ev.ID, w.URL, ev.Type, string(body), ev.Time, ev.Time.Add(x.o.RetryFor))
-			if err != nil {
-				return fmt.Errorf("events: add %s: %w", ev.Type, err)
-			}
-			x.m.written.WithLabelValues(ev.Type).Inc()
+			ids, hooks, types, bodies = append(ids, ev.ID), append(hooks, w.URL), append(types, ev.Type), append(bodies, string(body))
+			at, until = append(at, ev.Time), append(until, ev.Time.Add(x.o.RetryFor))
 		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO event_outbox (event_id, webhook, type, payload, created_at, next_attempt_at, retry_until)
+		SELECT id, webhook, type, payload::jsonb, at, at, until
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+			AS t(id, webhook, type, payload, at, until)
+		ON CONFLICT DO NOTHING`, ids, hooks, types, bodies, at, until)
+	if err != nil {
+		return fmt.Errorf("events: add %d deliveries: %w", len(ids), err)
+	}
+	for _, t := range types {
+		x.m.written.WithLabelValues(t).Inc()
 	}
 	return nil
 }
