@@ -81,7 +81,7 @@ func BenchmarkFlood(b *testing.B) {
 			b.Cleanup(dropSlot)
 			before := measure(b, pool)
 			start := time.Now()
-			r := runWrk(b, script, scenario{name: sh.name, url: url, path: "/v1/otp/send", mode: sh.lua}, (i+1)*4_000_000, attack, conns)
+			r := runWrk(b, script, scenario{name: sh.name, url: url, path: "/v1/otp/send", mode: sh.lua}, (i+1)*4_000_000, attack, conns, "")
 			// Per hour of attack: what is written after wrk stops (the last
 			// rollups, rows queued) is the attack's.
 			elapsed := time.Since(start).Seconds()

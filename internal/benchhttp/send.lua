@@ -4,7 +4,12 @@
 -- address every request; "hot": one number from one address; and the flood
 -- shapes of BenchmarkFlood, "bad-numbers": a number that cannot parse from a
 -- new address every request, "pumped-block": a number of one Latvian block
--- of 100 (+371200000NN) from a new address every request.
+-- of 100 (+371200000NN) from a new address every request. "verify" (path
+-- /v1/otp/verify) takes two more arguments, a file of "phone code" lines
+-- (texts the fake provider sent) and wrk's thread count: thread t takes
+-- lines t, t + count, ...; each request verifies the next of its lines'
+-- codes, from a new address; a thread out of lines stops (its last request
+-- a GET /healthz, so no verify of a used code is counted).
 local threads = {}
 
 function setup(thread)
@@ -15,9 +20,33 @@ end
 local areas = {"206", "212", "213", "310", "312", "415", "617", "702", "718", "646"}
 
 function init(args)
-  path, mode, base = args[1], args[2], tonumber(args[3])
+  path, mode, base, codes_file, nthreads = args[1], args[2], tonumber(args[3]), args[4], tonumber(args[5])
   n = 0
   codes = {}
+end
+
+local pairs_
+
+-- verify is the request verifying this thread's n-th line of the codes file.
+local function verify(ip)
+  if not pairs_ then
+    pairs_ = {}
+    local k = 0
+    for line in io.lines(codes_file) do
+      if k % nthreads == tid then
+        table.insert(pairs_, line)
+      end
+      k = k + 1
+    end
+  end
+  local line = pairs_[n]
+  if not line then
+    wrk.thread:stop()
+    return wrk.format("GET", "/healthz")
+  end
+  local phone, code = line:match("^(%S+) (%S+)$")
+  local headers = {["Content-Type"] = "application/json", ["X-Forwarded-For"] = ip}
+  return wrk.format("POST", path, headers, '{"phone":"' .. phone .. '","code":"' .. code .. '"}')
 end
 
 function request()
@@ -29,6 +58,8 @@ function request()
     local area = areas[math.floor(i / 8000000) % 10 + 1]
     phone = string.format("+1%s%03d%04d", area, 200 + math.floor(i / 10000) % 800, i % 10000)
     ip = fresh
+  elseif mode == "verify" then
+    return verify(fresh)
   elseif mode == "bad-numbers" then
     phone, ip = "+1000", fresh
   elseif mode == "pumped-block" then

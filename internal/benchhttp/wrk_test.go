@@ -9,6 +9,7 @@ package benchhttp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +42,9 @@ type scenario struct {
 	base, floor string
 	// check says what is wrong with the status codes wrk saw, or "".
 	check func(codes map[int]int) string
+	// codesOf names the scenario, earlier in the round, whose texts this
+	// one verifies (mode "verify").
+	codesOf string
 }
 
 // result is what one wrk run measured.
@@ -104,6 +108,17 @@ func BenchmarkWrk(b *testing.B) {
 		scenarios = append(scenarios, scenario{name: "accepted-before", url: beforeURL, path: "/v1/otp/send", mode: "fresh",
 			base: "baseline-redis", floor: "floor-202-rows", check: allOK(202)})
 	}
+	// Accepted verifies: each verifies, from a new address, the code of a
+	// text its binary sent in the accepted scenario of the same round, read
+	// from the fake provider's outbox: the real path (the code checked in
+	// Redis, the verification record approved, its event written), which a
+	// test number's fixed code would skip.
+	scenarios = append(scenarios, scenario{name: "verify", url: smsgwURL, path: "/v1/otp/verify", mode: "verify",
+		base: "baseline-redis", check: allOK(200), codesOf: "accepted"})
+	if before != "" {
+		scenarios = append(scenarios, scenario{name: "verify-before", url: beforeURL, path: "/v1/otp/verify", mode: "verify",
+			base: "baseline-redis", check: allOK(200), codesOf: "accepted-before"})
+	}
 	scenarios = append(scenarios, []scenario{
 		{name: "baseline-429", url: baseURL, path: "/refuse", mode: "hot", check: allOK(429)},
 		{name: "floor-429-row", url: baseURL, path: "/refuse-audited", mode: "hot", check: allOK(429)},
@@ -128,9 +143,18 @@ func BenchmarkWrk(b *testing.B) {
 	for b.Loop() {
 		for round := range rounds {
 			got := map[string]result{}
+			codes := map[string]string{} // scenario → file of the codes it texted
 			for _, sc := range scenarios {
 				base += 4_000_000
-				r := runWrk(b, script, sc, base, attack, conns)
+				var file string
+				if sc.codesOf != "" {
+					file = codes[sc.codesOf]
+				}
+				start := time.Now()
+				r := runWrk(b, script, sc, base, attack, conns, file)
+				if slices.ContainsFunc(scenarios, func(v scenario) bool { return v.codesOf == sc.name }) {
+					codes[sc.name] = textedCodes(b, sc.url, start)
+				}
 				if why := sc.check(r.codes); why != "" {
 					b.Fatalf("round %d, %s: %s", round+1, sc.name, why)
 				}
@@ -247,11 +271,13 @@ var (
 	pctRE    = regexp.MustCompile(`(?m)^p(50|99) (\d+)$`)
 )
 
-// runWrk runs one attack as its own process and reads its report.
-func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Duration, conns int) result {
+// runWrk runs one attack as its own process and reads its report; codes is
+// the file of "phone code" lines a verify scenario takes.
+func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Duration, conns int, codes string) result {
 	b.Helper()
-	cmd := exec.Command("wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(attack/time.Second))+"s",
-		"--timeout", "10s", "-s", script, sc.url, "--", sc.path, sc.mode, strconv.Itoa(base))
+	const threads = 2
+	cmd := exec.Command("wrk", "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(attack/time.Second))+"s",
+		"--timeout", "10s", "-s", script, sc.url, "--", sc.path, sc.mode, strconv.Itoa(base), codes, strconv.Itoa(threads))
 	before := cpuNow()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -293,6 +319,62 @@ func runWrk(b *testing.B, script string, sc scenario, base int, attack time.Dura
 	return r
 }
 
+// benchAdminToken opens the fake provider's outbox (GET /v1/fake/messages).
+const benchAdminToken = "bench-admin-token-0123456789abcdefghijklmnop"
+
+// codeRE finds the code in a text of the shipped English template.
+var codeRE = regexp.MustCompile(`code is (\d+)`)
+
+// textedCodes writes to a file, one "phone code" line each, the codes of
+// the texts smsgw at url sent since start, read from its fake provider's
+// outbox, and returns the file's path.
+func textedCodes(b *testing.B, url string, start time.Time) string {
+	b.Helper()
+	req, err := http.NewRequest(http.MethodGet, url+"/v1/fake/messages", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var texts []struct {
+		To     string    `json:"to"`
+		Body   string    `json:"body"`
+		SentAt time.Time `json:"sent_at"`
+	}
+	if res.StatusCode != http.StatusOK {
+		b.Fatalf("GET /v1/fake/messages: %s", res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&texts); err != nil {
+		b.Fatal(err)
+	}
+	var lines strings.Builder
+	n := 0
+	for _, t := range texts {
+		m := codeRE.FindStringSubmatch(t.Body)
+		if t.SentAt.Before(start) || m == nil {
+			continue
+		}
+		fmt.Fprintf(&lines, "%s %s\n", t.To, m[1])
+		n++
+	}
+	if n == 0 {
+		b.Fatalf("no text with a code sent by %s since %s", url, start.Format(time.RFC3339Nano))
+	}
+	f, err := os.CreateTemp(b.TempDir(), "codes")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lines.String()); err != nil {
+		b.Fatal(err)
+	}
+	return f.Name()
+}
+
 // startSmsgw builds the binary and runs it with the shipped defaults, except
 // the addresses, its own key prefix and database, loopback trusted as a
 // proxy (so X-Forwarded-For names the fresh clients), the fake provider
@@ -327,6 +409,8 @@ url = %q
 spool_dir = %q
 [sender]
 provider = "fake"
+[sender.fake]
+outbox_size = 100000
 [pumping]
 mode = "enforce"
 `, addr, testenv.RedisURL(), prefix, dsn, filepath.Join(dir, "spool"))
@@ -348,7 +432,7 @@ mode = "enforce"
 func serve(b *testing.B, bin, path, addr string) string {
 	b.Helper()
 	cmd := exec.Command(bin, "-config", path)
-	cmd.Env = append(os.Environ(), "SMSGW_SECRET=bench-secret-0123456789abcdefghijklmnop")
+	cmd.Env = append(os.Environ(), "SMSGW_SECRET=bench-secret-0123456789abcdefghijklmnop", "SMSGW_ADMIN_TOKEN="+benchAdminToken)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
