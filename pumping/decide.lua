@@ -137,12 +137,27 @@ local function slide(st, b)
     return
   end
   if oldest - b >= nb then
-    local stale = {}
-    for _, f in ipairs(redis.call('HKEYS', st.key)) do
-      if bucketField(f) then stale[#stale + 1] = f end
+    -- Every bucket the window had left it, but approve.lua, which does
+    -- not move the window, may have counted an approval since: the
+    -- buckets still inside are kept and summed.
+    local stale, h = {}, redis.call('HGETALL', st.key)
+    st.S, st.A = 0, 0
+    for i = 1, #h, 2 do
+      local f = h[i]
+      if bucketField(f) then
+        local texts = string.sub(f, 1, #F.textsIn) == F.textsIn
+        local x = tonumber(string.sub(f, (texts and #F.textsIn or #F.approvedIn) + 1))
+        if x < oldest then
+          stale[#stale + 1] = f
+        elseif texts then
+          st.S = st.S + tonumber(h[i + 1])
+        else
+          st.A = st.A + tonumber(h[i + 1])
+        end
+      end
     end
     if #stale > 0 then redis.call('HDEL', st.key, unpack(stale)) end
-    st.S, st.A, st.scur, st.sprev, st.wiped = 0, 0, 0, 0, true
+    if cur - 1 < oldest then st.sprev = 0 end -- a one-bucket window
   else
     for x = b, oldest - 1 do
       local s, a = unpack(redis.call('HMGET', st.key, F.textsIn .. x, F.approvedIn .. x))
@@ -629,6 +644,12 @@ local function refuse(sigout)
     local led = st
     if st.fo and not restrictedNow(st) then led = st.fo end
     redis.call('HINCRBY', led.key, F.refused, 1)
+    if led.new then
+      -- The refusal is all the key holds (a solved challenge refused by
+      -- its ledger's budget, say): it expires as a counted key does.
+      redis.call('HSET', led.key, F.expires, now + keep)
+      redis.call('PEXPIRE', led.key, keep)
+    end
   end
   return reply(0, sigout, 0, 0)
 end

@@ -254,6 +254,12 @@ func (d *modelDecision) writeRefusal(st *modelSubject) {
 		led = st.fo
 	}
 	d.tx.hincrby(led.key, fieldRefused, 1)
+	if led.isNew {
+		// The refusal is all the key holds (a solved challenge refused by
+		// its ledger's budget, say): it expires as a counted key does.
+		d.tx.hset(led.key, fieldExpires, float64(d.c.now+d.c.keep()))
+		d.tx.pexpire(led.key, d.c.keep(), d.c.now)
+	}
 }
 
 func msDuration(v float64) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -171,7 +171,12 @@ func (t *modelTx) pexpire(key string, ms, now int64) {
 	}
 }
 
-// pttl is PTTL: -2 no key, -1 no expiry.
+// pttl is PTTL: -2 no key, -1 no expiry. The scripts ask it only of a
+// key with an expiry but no field x, which no script of this version
+// leaves (data written before x was kept). Redis answers it on its own
+// clock, so it agrees with the scripts' now only when now is Redis TIME,
+// as in the service; under a test clock (TestMatchesReferenceModel) the
+// two differ, and the call is logged for the harness to refuse.
 func (t *modelTx) pttl(key string, now int64) int64 {
 	if !t.exists(key) {
 		return -2
@@ -183,6 +188,7 @@ func (t *modelTx) pttl(key string, now int64) int64 {
 	if !ok || at < 0 {
 		return -1
 	}
+	t.note("PTTL", key, strconv.FormatInt(at-now, 10))
 	return at - now
 }
 

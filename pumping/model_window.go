@@ -3,6 +3,7 @@ package pumping
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // modelClock is one script call's time, in the units the rules count in:
@@ -123,17 +124,35 @@ func (c modelClock) load(tx *modelTx, key string, learn bool, kind string) *ledg
 		b = oldest
 	case b < oldest:
 		if oldest-b >= float64(c.nb) {
-			// Everything left the window: drop every bucket at once.
+			// Every bucket the window had left it, but approve, which does
+			// not move the window, may have counted an approval since: the
+			// buckets still inside are kept and summed.
 			var stale []string
+			l.S, l.A = 0, 0
 			for _, f := range tx.hkeys(key) {
-				if f != "" && (f[0] == 's' || f[0] == 'a') {
+				n, texts := strings.CutPrefix(f, fieldTextsIn)
+				if !texts {
+					var ok bool
+					if n, ok = strings.CutPrefix(f, fieldApprovedIn); !ok {
+						continue
+					}
+				}
+				x, _ := strconv.ParseInt(n, 10, 64)
+				switch {
+				case x < c.oldest:
 					stale = append(stale, f)
+				case texts:
+					l.S += tx.numOr(key, f, 0)
+				default:
+					l.A += tx.numOr(key, f, 0)
 				}
 			}
 			if len(stale) > 0 {
 				tx.hdel(key, stale...)
 			}
-			l.S, l.A, l.scur, l.sprev = 0, 0, 0, 0
+			if c.cur-1 < c.oldest {
+				l.sprev = 0 // a one-bucket window
+			}
 		} else {
 			for x := int64(b); x <= c.oldest-1; x++ {
 				l.S -= tx.numOr(key, sField(x), 0)
