@@ -224,3 +224,47 @@ func TestAddWritesEachEventForEachWebhookThatWantsIt(t *testing.T) {
 		t.Fatalf("outbox\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSyncPumpingSeveralHolds: holds synced in one statement each way; one
+// pumping.restricted per new hold in the order of held (a hold listed twice
+// told once), with its since and why; nothing for a hold already told; one
+// pumping.lifted per hold gone, by rule and subject.
+func TestSyncPumpingSeveralHolds(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	key, _ := events.ParseSecret(secret)
+	x := events.NewOutbox(pool, events.Options{Webhooks: []events.Webhook{{URL: "http://127.0.0.1:1/hook", Key: key}}},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	since := now.Add(-time.Hour)
+	held := []otp.PumpingHold{
+		{Rule: "range", Subject: "+3712000", Used: 12, Limit: 10},
+		{Rule: "country", Subject: "LV", Restricted: &otp.CountryRestriction{Since: since, Abroad: true, Unverified: 40, Budget: 30}},
+		{Rule: "range", Subject: "+3712000", Used: 13, Limit: 10},
+		{Rule: "operator", Subject: "LV/Bite", Used: 50, Limit: 20},
+	}
+	if err := x.SyncPumping(ctx, held[:2], now); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SyncPumping(ctx, held, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SyncPumping(ctx, held[1:2], now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.Strings(t, pool, `SELECT type || ' ' || (payload->'data'->>'rule') || ' ' || (payload->'data'->>'subject') || ' '
+		|| (payload->'data'->>'since') || ' ' || (payload->'data'->>'why') || ' @' || (payload->>'timestamp') FROM event_outbox ORDER BY seq`)
+	want := []string{
+		"pumping.restricted range +3712000 2026-11-27T03:00:00Z 12 sends with no sign of a real user, over its budget of 10 @2026-11-27T03:00:00Z",
+		"pumping.restricted country LV 2026-11-27T02:00:00Z 40 unverified texts over the 30 its country earned (only sends from networks known abroad) @2026-11-27T03:00:00Z",
+		"pumping.restricted operator LV/Bite 2026-11-27T03:01:00Z 50 sends with no sign of a real user, over its budget of 20 @2026-11-27T03:01:00Z",
+		"pumping.lifted operator LV/Bite 2026-11-27T03:01:00Z lifted: 50 sends with no sign of a real user, over its budget of 20 @2026-11-27T03:02:00Z",
+		"pumping.lifted range +3712000 2026-11-27T03:00:00Z lifted: 12 sends with no sign of a real user, over its budget of 10 @2026-11-27T03:02:00Z",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outbox\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if states := testenv.Strings(t, pool, `SELECT rule || ' ' || subject FROM pumping_states`); len(states) != 1 || states[0] != "country LV" {
+		t.Fatalf("pumping_states %v", states)
+	}
+}

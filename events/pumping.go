@@ -1,9 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,48 +45,68 @@ func (x *Outbox) WatchPumping(ctx context.Context, holds PumpingHolds, every tim
 }
 
 // SyncPumping brings pumping_states to held, with an event for each change,
-// in one transaction. Replicas sync side by side: a change is told by the
-// replica whose INSERT or DELETE took the row, once.
+// in one transaction of two statements. Replicas sync side by side: a
+// change is told by the replica whose INSERT or DELETE took the row, once.
 func (x *Outbox) SyncPumping(ctx context.Context, held []otp.PumpingHold, now time.Time) error {
-	return pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
-		rules, subjects := make([]string, len(held)), make([]string, len(held))
-		var evs []Event
-		for i, h := range held {
-			rules[i], subjects[i] = h.Rule, h.Subject
-			since, why := now, fmt.Sprintf("%g sends with no sign of a real user, over its budget of %g", h.Used, h.Limit)
-			if r := h.Restricted; r != nil {
-				since = r.Since.UTC()
-				why = fmt.Sprintf("%g unverified texts over the %g its country earned", r.Unverified, r.Budget)
-				if r.Abroad {
-					why += " (only sends from networks known abroad)"
-				}
-			}
-			var took bool
-			err := tx.QueryRow(ctx, `INSERT INTO pumping_states (rule, subject, since, why) VALUES ($1, $2, $3, $4)
-				ON CONFLICT DO NOTHING RETURNING true`, h.Rule, h.Subject, since, why).Scan(&took)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("events: pumping state: %w", err)
-			}
-			evs = append(evs, New(PumpingRestricted, now, PumpingData{Rule: h.Rule, Subject: h.Subject, Since: since, Why: why}))
+	type key struct{ rule, subject string }
+	var rules, subjects, whys []string
+	var sinces []time.Time
+	order := map[key]int{} // the hold's place in held: its event's
+	for _, h := range held {
+		k := key{h.Rule, h.Subject}
+		if _, dup := order[k]; dup {
+			continue
 		}
-		rows, err := tx.Query(ctx, `DELETE FROM pumping_states s
+		order[k] = len(rules)
+		since, why := now, fmt.Sprintf("%g sends with no sign of a real user, over its budget of %g", h.Used, h.Limit)
+		if r := h.Restricted; r != nil {
+			since = r.Since.UTC()
+			why = fmt.Sprintf("%g unverified texts over the %g its country earned", r.Unverified, r.Budget)
+			if r.Abroad {
+				why += " (only sends from networks known abroad)"
+			}
+		}
+		rules, subjects, sinces, whys = append(rules, h.Rule), append(subjects, h.Subject), append(sinces, since), append(whys, why)
+	}
+	scan := func(r pgx.CollectableRow) (PumpingData, error) {
+		var d PumpingData
+		err := r.Scan(&d.Rule, &d.Subject, &d.Since, &d.Why)
+		return d, err
+	}
+	return pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO pumping_states (rule, subject, since, why)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[])
+			ON CONFLICT DO NOTHING
+			RETURNING rule, subject, since, why`, rules, subjects, sinces, whys)
+		if err != nil {
+			return fmt.Errorf("events: pumping state: %w", err)
+		}
+		restricted, err := pgx.CollectRows(rows, scan)
+		if err != nil {
+			return fmt.Errorf("events: pumping state: %w", err)
+		}
+		slices.SortFunc(restricted, func(a, b PumpingData) int {
+			return order[key{a.Rule, a.Subject}] - order[key{b.Rule, b.Subject}]
+		})
+		var evs []Event
+		for _, d := range restricted {
+			evs = append(evs, New(PumpingRestricted, now, PumpingData{Rule: d.Rule, Subject: d.Subject, Since: d.Since.UTC(), Why: d.Why}))
+		}
+		rows, err = tx.Query(ctx, `DELETE FROM pumping_states s
 			WHERE NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS h(rule, subject)
 			                  WHERE h.rule = s.rule AND h.subject = s.subject)
 			RETURNING rule, subject, since, why`, rules, subjects)
 		if err != nil {
 			return fmt.Errorf("events: pumping lifted: %w", err)
 		}
-		lifted, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PumpingData, error) {
-			var d PumpingData
-			err := r.Scan(&d.Rule, &d.Subject, &d.Since, &d.Why)
-			return d, err
-		})
+		lifted, err := pgx.CollectRows(rows, scan)
 		if err != nil {
 			return fmt.Errorf("events: pumping lifted: %w", err)
 		}
+		// In a stable order, which DELETE ... RETURNING does not promise.
+		slices.SortFunc(lifted, func(a, b PumpingData) int {
+			return cmp.Or(strings.Compare(a.Rule, b.Rule), strings.Compare(a.Subject, b.Subject))
+		})
 		for _, d := range lifted {
 			d.Why = "lifted: " + d.Why
 			evs = append(evs, New(PumpingLifted, now, d))
