@@ -468,3 +468,62 @@ func TestNewChecksTheURL(t *testing.T) {
 		t.Fatalf("%v %v", c, err)
 	}
 }
+
+// TestRetryAfterReadOnce: a 429's RetryAfter and the wait before a 503 is
+// tried again, each through a call, come from one reading of the answer
+// (retryAfterOf), so they agree on every edge: the body's retry_after
+// first, in (0, maxRetryAfter] and with its fraction, else the Retry-After
+// header.
+func TestRetryAfterReadOnce(t *testing.T) {
+	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name, field, header string
+		want                time.Duration
+	}{
+		{"body and header", `,"retry_after":42`, "42", 42 * time.Second},
+		{"a fraction in the body", `,"retry_after":0.25`, "", 250 * time.Millisecond},
+		{"the header alone", ``, "7", 7 * time.Second},
+		{"the body at the bound", `,"retry_after":2147483648`, "5", maxRetryAfter * time.Second},
+		{"the body past the bound", `,"retry_after":2147483649`, "5", 5 * time.Second},
+		{"a negative body", `,"retry_after":-3`, "5", 5 * time.Second},
+		{"a zero body", `,"retry_after":0`, "", 0},
+		{"a header past the bound", ``, "2147483649", 0},
+		{"an HTTP date", ``, date, 90 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var headers []string
+			if tc.header != "" {
+				headers = []string{"Retry-After", tc.header}
+			}
+			limited := newFake(t, reply(429, `{"error":{"code":"rate_limited","message":"full"`+tc.field+`}}`, headers...))
+			c, _ := testClient(t, limited.URL)
+			var rl *RateLimited
+			if _, err := c.Send(context.Background(), SendRequest{Phone: "+14155550100"}); !errors.As(err, &rl) {
+				t.Fatalf("429: %T %v", err, err)
+			}
+			down := newFake(t, reply(503, `{"error":{"code":"unavailable","message":"down"`+tc.field+`}}`, headers...), reply(202, accepted))
+			// A backoff of a nanosecond at most: the wait is what smsgw asked.
+			c, waits := testClient(t, down.URL, WithRetries(2, time.Nanosecond, 1<<62))
+			if _, err := c.Send(context.Background(), SendRequest{Phone: "+14155550100"}); err != nil || len(*waits) != 1 {
+				t.Fatalf("503 then 202: %v, waits %v", err, *waits)
+			}
+			got429, got503 := rl.RetryAfter, (*waits)[0]
+			if got503 <= time.Nanosecond {
+				got503 = 0
+			}
+			if tc.header == date {
+				// Whole seconds from the clock of each reading: up to one
+				// less than asked, the two readings apart by a little.
+				if got429 > tc.want-time.Second && got429 <= tc.want {
+					got429 = tc.want
+				}
+				if got503 > tc.want-time.Second && got503 <= tc.want {
+					got503 = tc.want
+				}
+			}
+			if got429 != tc.want || got503 != tc.want {
+				t.Fatalf("429 RetryAfter %v, 503 wait %v, want both %v", rl.RetryAfter, (*waits)[0], tc.want)
+			}
+		})
+	}
+}

@@ -108,7 +108,7 @@ type Unavailable struct {
 	*APIError
 	Err error
 
-	retryAfter time.Duration // the answer's Retry-After header
+	retryAfter time.Duration // what the answer asked to wait (retryAfterOf)
 }
 
 func (e *Unavailable) Error() string {
@@ -171,13 +171,7 @@ func decodeError(status int, h http.Header, body []byte) error {
 	}
 	switch {
 	case base.Code == CodeRateLimited:
-		e := &RateLimited{APIError: base}
-		var secs float64
-		base.field("retry_after", &secs)
-		if secs <= 0 || secs > maxRetryAfter {
-			secs = float64(retryAfter(h, time.Now()) / time.Second)
-		}
-		e.RetryAfter = time.Duration(secs * float64(time.Second))
+		e := &RateLimited{APIError: base, RetryAfter: retryAfterOf(base, h, time.Now())}
 		base.field("scope", &e.Scope)
 		base.field("key", &e.Key)
 		base.field("window", &e.Window)
@@ -212,7 +206,7 @@ func decodeError(status int, h http.Header, body []byte) error {
 		base.field("status", &e.Status)
 		return e
 	case base.Code == CodeUnavailable || status == http.StatusServiceUnavailable:
-		return &Unavailable{APIError: base}
+		return &Unavailable{APIError: base, retryAfter: retryAfterOf(base, h, time.Now())}
 	}
 	return base
 }
@@ -233,6 +227,22 @@ func snippet(body []byte) string {
 // maxRetryAfter (seconds, about 68 years) bounds what is believed of a
 // hostile answer, so no duration overflows.
 const maxRetryAfter = 1 << 31
+
+// retryAfterOf is how long an answer asks to wait before the same request:
+// its body's retry_after (seconds, fractions kept) when that is more than 0
+// and at most maxRetryAfter, else its Retry-After header (retryAfter), else
+// 0. A 429's RateLimited.RetryAfter and the wait before retrying a 503 are
+// both read here, so they cannot disagree.
+func retryAfterOf(e *APIError, h http.Header, now time.Time) time.Duration {
+	var secs float64
+	if e != nil {
+		e.field("retry_after", &secs)
+	}
+	if secs > 0 && secs <= maxRetryAfter {
+		return time.Duration(secs * float64(time.Second))
+	}
+	return retryAfter(h, now)
+}
 
 // retryAfter reads a Retry-After header (seconds, or an HTTP date); 0 when
 // there is none or it does not parse.

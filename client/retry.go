@@ -97,15 +97,7 @@ func (c *Client) retryable(s safety, connected bool, err error) (time.Duration, 
 	if s != retryAnswered || (u.StatusCode != http.StatusServiceUnavailable && u.StatusCode != http.StatusGatewayTimeout) {
 		return 0, false
 	}
-	wait := time.Duration(0)
-	var secs float64
-	u.field("retry_after", &secs)
-	if d := time.Duration(secs * float64(time.Second)); secs > 0 && secs < maxRetryAfter {
-		wait = d
-	}
-	if wait == 0 {
-		wait = u.retryAfter
-	}
+	wait := u.retryAfter
 	if wait > c.retry.max {
 		return 0, false // smsgw asked for longer than this client waits
 	}
@@ -167,11 +159,7 @@ func (c *Client) once(ctx context.Context, r request, payload []byte) (answer, b
 		b = nil // judged by its status alone
 	}
 	if res.StatusCode/100 != 2 {
-		err := decodeError(res.StatusCode, res.Header, b)
-		if u, ok := err.(*Unavailable); ok {
-			u.retryAfter = retryAfter(res.Header, time.Now())
-		}
-		return answer{}, true, err
+		return answer{}, true, decodeError(res.StatusCode, res.Header, b)
 	}
 	return answer{status: res.StatusCode, header: res.Header, body: b}, true, nil
 }
