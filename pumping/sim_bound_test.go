@@ -172,13 +172,17 @@ func printBounds(rows []simRow) {
 			fmt.Printf("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 			any = true
 		}
-		b := r.bound
-		within := "yes"
-		if !b.within() {
-			within = "**no**"
-		}
-		fmt.Printf("| %s | %s | %d | %.0f | %s | %d | %.0f (%s) | %d | %.1f | %d | %d | %.0f (%d) | %d | %.0f |\n", r.scenario, b.subject, b.texts(),
-			b.bound(), within, b.unsigned, b.budget, b.formula, b.worstHour.texts, b.worstHour.budget, b.hoursOver, b.signed, b.nets,
-			b.netsN, b.foreign, b.fbudget)
+		fmt.Print(boundLine(r))
 	}
+}
+
+func boundLine(r simRow) string {
+	b := r.bound
+	within := "yes"
+	if !b.within() {
+		within = "**no**"
+	}
+	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %d | %.0f (%s) | %d | %.1f | %d | %d | %.0f (%d) | %d | %.0f |\n", r.scenario, b.subject, b.texts(),
+		b.bound(), within, b.unsigned, b.budget, b.formula, b.worstHour.texts, b.worstHour.budget, b.hoursOver, b.signed, b.nets,
+		b.netsN, b.foreign, b.fbudget)
 }

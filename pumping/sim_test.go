@@ -45,22 +45,24 @@ func BenchmarkPumpingSimulation(b *testing.B) {
 		start := time.Now()
 		warm := newSim(rdb, prefix+"warm:", scale, 1)
 		warm.run(nil, 24*time.Hour)         // history
-		only := os.Getenv("SMSGW_SIM_ONLY") // a substring of the scenarios to run, for tuning
+		only := os.Getenv("SMSGW_SIM_ONLY") // substrings of the scenarios to run, | between them
 		for _, sc := range warmScenarios(scale) {
-			if !strings.Contains(sc.name, only) {
+			if !simSelected(sc.name, only) {
 				continue
 			}
 			rows = append(rows, warm.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
+			streamRows(rows)
 			dumpServed(sc.name)
 		}
 		for i, sc := range coldScenarios(scale) {
-			if !strings.Contains(sc.name, only) {
+			if !simSelected(sc.name, only) {
 				continue
 			}
 			cold := newSim(rdb, fmt.Sprintf("%scold%d:", prefix, i), scale, uint64(2+i))
 			rows = append(rows, cold.run(&sc, sc.length)...)
 			fmt.Fprintf(os.Stderr, "%s: %s\n", time.Since(start).Round(time.Second), sc.name)
+			streamRows(rows)
 			dumpServed(sc.name)
 		}
 		printSim(rows, time.Since(start), 0.6*scale)
@@ -935,7 +937,7 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 		return verdict{pumping: r.Refused.Rule}
 	}
 	if simDebug && u.attack {
-		p.noteServed(r)
+		p.noteServed(ctx, u.phone, u.ip, r)
 	}
 	if t, _ := r.Ticket.(*reservation); p.track != nil && u.attack && !u.own && t != nil && len(t.calls) > 0 {
 		rep := t.calls[0].reply
@@ -949,7 +951,7 @@ func (p *smsgwPolicy) decide(now time.Time, u *user) verdict {
 // neither (a returning number or a solved challenge).
 var served sync.Map
 
-func (p *smsgwPolicy) noteServed(r otp.PumpingReservation) {
+func (p *smsgwPolicy) noteServed(ctx context.Context, phone otp.Phone, ip netip.Addr, r otp.PumpingReservation) {
 	t, _ := r.Ticket.(*reservation)
 	if t == nil || len(t.calls) == 0 {
 		return
@@ -961,6 +963,9 @@ func (p *smsgwPolicy) noteServed(r otp.PumpingReservation) {
 		k = "unsigned"
 	case rep.signal == 1:
 		k = "network"
+	}
+	if p.name() == "smsgw" {
+		fmt.Fprintf(os.Stderr, "  attack served %s %s %s: %s (signal %d, cnew %d)\n", p.g.nowCtx(ctx).Format(time.TimeOnly), phone.E164, ip, k, rep.signal, rep.countryNew)
 	}
 	v, _ := served.LoadOrStore(p.name()+" "+k, new(atomic.Int64))
 	v.(*atomic.Int64).Add(1)
@@ -1087,18 +1092,46 @@ func (p *authgear) approved(now time.Time, u *user) {
 	p.daily[u.country][int(now.Unix()/86400)]++
 }
 
+// simSelected says whether SMSGW_SIM_ONLY (substrings, | between them;
+// "" all) selects the scenario name.
+func simSelected(name, only string) bool {
+	for _, o := range strings.Split(only, "|") {
+		if strings.Contains(name, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamRows prints the last scenario's rows to stderr as they come, so a
+// long run that is stopped still says what it measured.
+func streamRows(rows []simRow) {
+	for _, r := range rows[len(rows)-min(len(rows), 6):] {
+		if r.scenario == rows[len(rows)-1].scenario {
+			fmt.Fprint(os.Stderr, "  row "+simLine(r))
+			if r.bound != nil {
+				fmt.Fprint(os.Stderr, "  bound "+boundLine(r))
+			}
+		}
+	}
+}
+
+func simLine(r simRow) string {
+	op, opRefused := "", ""
+	if r.op > 0 {
+		op, opRefused = fmt.Sprint(r.op), fmt.Sprint(r.opRefused)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %d | %.2f%% | %.2f | %d | %d | %.3f%% | %d | %d | %.2f%% | %s | %s | %d | %d |\n", r.scenario, r.policy, r.attempts, r.texts,
+		100*r.attackShare(), r.cost, r.users, r.refused, 100*r.userShare(), r.attacked, r.attackedRefused, 100*r.attackedShare(),
+		op, opRefused, r.othersRefused, r.windowed)
+}
+
 func printSim(rows []simRow, took time.Duration, rate float64) {
 	fmt.Printf("\nSMS pumping simulation (%s; real traffic %.2f users/s on average)\n\n", took.Round(time.Second), rate)
 	fmt.Printf("| scenario | policy | attack attempts | attack texts | share | cost | real users | refused by a pumping rule | share | attacked country's users during the attack (operator rows: its other operators') | refused | share | attacked operator's users | refused | other users refused | refused by windows (CGNAT) |\n")
 	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		op, opRefused := "", ""
-		if r.op > 0 {
-			op, opRefused = fmt.Sprint(r.op), fmt.Sprint(r.opRefused)
-		}
-		fmt.Printf("| %s | %s | %d | %d | %.2f%% | %.2f | %d | %d | %.3f%% | %d | %d | %.2f%% | %s | %s | %d | %d |\n", r.scenario, r.policy, r.attempts, r.texts,
-			100*r.attackShare(), r.cost, r.users, r.refused, 100*r.userShare(), r.attacked, r.attackedRefused, 100*r.attackedShare(),
-			op, opRefused, r.othersRefused, r.windowed)
+		fmt.Print(simLine(r))
 	}
 	fmt.Println()
 	for _, r := range rows {
