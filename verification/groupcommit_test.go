@@ -93,3 +93,67 @@ func TestSendsSharingAGroup(t *testing.T) {
 		t.Errorf("%d verification.delivered events, want %d", delivered, want)
 	}
 }
+
+// TestVerifiesSharingAGroup races verifies into the group commit: for each
+// of many numbers a wrong guess and the approval at once, so one group can
+// hold both checks of a number. Whichever comes first, the verification
+// ends approved (a check after the approval finds nothing pending) with
+// exactly one verification.approved event; a number never recorded gets
+// nothing.
+func TestVerifiesSharingAGroup(t *testing.T) {
+	ctx := context.Background()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(receiver.Close)
+	store, pool, _ := newStore(t, events.Webhook{URL: receiver.URL, Key: []byte("0123456789abcdef")})
+
+	const numbers = 100
+	phone := func(i int) otp.Phone {
+		ph, err := otp.ParsePhone(fmt.Sprintf("+1415555%04d", 1000+i), "US")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ph
+	}
+	id := func(i int) string { return fmt.Sprintf("0199bbbb-0000-7000-8000-%012d", i) }
+	now := time.Now().UTC()
+	var wg sync.WaitGroup
+	for i := range numbers {
+		wg.Go(func() {
+			if err := store.Sent(ctx, otp.VerificationSend{ID: id(i), New: true, Phone: phone(i), RequestID: "send",
+				At: now, ExpiresAt: now.Add(10 * time.Minute), AttemptsLeft: 5}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	check := func(ph otp.Phone, status string, left int) {
+		if err := store.Checked(ctx, otp.VerificationCheck{Phone: ph, Status: status, AttemptsLeft: left, RequestID: status, At: now}); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range numbers {
+		wg.Go(func() { check(phone(i), otp.VerificationPending, 4) })
+		wg.Go(func() { check(phone(i), otp.VerificationApproved, 0) })
+	}
+	unrecorded := phone(numbers)
+	wg.Go(func() { check(unrecorded, otp.VerificationApproved, 0) })
+	wg.Wait()
+
+	for i := range numbers {
+		v, ok, err := store.Get(ctx, id(i))
+		if err != nil || !ok || v.Status != otp.VerificationApproved {
+			t.Fatalf("verification %d: %+v found %v, %v; want approved", i, v, ok, err)
+		}
+	}
+	var approved, rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE type = 'verification.approved'), count(*) FROM event_outbox
+		WHERE type <> $1`, events.VerificationSent).Scan(&approved, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if approved != numbers || rows != numbers {
+		t.Errorf("%d verification.approved events of %d events after the sends, want %d and nothing else", approved, rows, numbers)
+	}
+	if recent, err := store.Recent(ctx, unrecorded.E164, 5); err != nil || len(recent) != 0 {
+		t.Errorf("a number never recorded: %d verifications, %v", len(recent), err)
+	}
+}

@@ -14,36 +14,17 @@ import (
 // Sent records a send: a new verification, or one more text of a pending
 // one (its delivery status starts again: it is the last text's). A receipt
 // that arrived before the record is applied at once. Sends that arrive
-// together share one transaction (sentQueue); each returns when its record
-// is durable.
+// together share one transaction (groupQueue); each returns when its
+// record is durable.
 func (s *Store) Sent(ctx context.Context, in otp.VerificationSend) error {
-	return s.sent(ctx, in)
+	return s.sent.do(ctx, s, in)
 }
 
 // writeSent writes ins in tx: one upsert, one batch of events and one
-// look-up of early receipts per round of distinct ids (two sends of one
-// verification in a group take two rounds, in order).
+// look-up of early receipts per round of distinct ids.
 func (s *Store) writeSent(ctx context.Context, tx pgx.Tx, ins []otp.VerificationSend) error {
-	for len(ins) > 0 {
-		round, rest := distinctIDs(ins)
-		if err := s.writeRound(ctx, tx, round); err != nil {
-			return err
-		}
-		ins = rest
-	}
-	return nil
-}
-
-// distinctIDs splits ins at its first repeated id.
-func distinctIDs(ins []otp.VerificationSend) (round, rest []otp.VerificationSend) {
-	seen := make(map[string]bool, len(ins))
-	for i, in := range ins {
-		if seen[in.ID] {
-			return ins[:i], ins[i:]
-		}
-		seen[in.ID] = true
-	}
-	return ins, nil
+	return inRounds(ins, func(in otp.VerificationSend) string { return in.ID },
+		func(round []otp.VerificationSend) error { return s.writeSentRound(ctx, tx, round) })
 }
 
 // sentColumns are the upsert's arrays, one element per send.
@@ -70,7 +51,7 @@ func columnsOf(ins []otp.VerificationSend) sentColumns {
 	return c
 }
 
-func (s *Store) writeRound(ctx context.Context, tx pgx.Tx, ins []otp.VerificationSend) error {
+func (s *Store) writeSentRound(ctx context.Context, tx pgx.Tx, ins []otp.VerificationSend) error {
 	c := columnsOf(ins)
 	rows, err := tx.Query(ctx, `
 		INSERT INTO verifications (id, phone_e164, country, api_key, status, sends, attempts_left, provider,

@@ -24,19 +24,33 @@ type Store struct {
 	pool   *pgxpool.Pool
 	outbox *events.Outbox
 	log    *slog.Logger
-	queue  sentQueue
+	// sent and checked group the records of sends and of verifies.
+	sent    groupQueue[otp.VerificationSend]
+	checked groupQueue[otp.VerificationCheck]
 }
 
 var _ otp.Verifications = (*Store)(nil)
 
 // New returns a Store writing its events to outbox.
 func New(pool *pgxpool.Pool, outbox *events.Outbox, log *slog.Logger) *Store {
-	return &Store{pool: pool, outbox: outbox, log: log}
+	s := &Store{pool: pool, outbox: outbox, log: log}
+	s.sent.write, s.checked.write = s.writeSent, s.writeChecked
+	return s
 }
 
 // columns are a record's, in the order scanRecord reads them.
-const columns = `id::text, phone_e164, country, api_key, status, sends, attempts_left,
-	coalesce(delivery_status, ''), request_id, created_at, updated_at, expires_at`
+var columns = recordColumns("")
+
+// recordColumns are a record's columns qualified by table t ("" none), for
+// a statement that joins another relation with columns of the same names.
+func recordColumns(t string) string {
+	if t != "" {
+		t += "."
+	}
+	return fmt.Sprintf(`%[1]sid::text, %[1]sphone_e164, %[1]scountry, %[1]sapi_key, %[1]sstatus, %[1]ssends,
+	%[1]sattempts_left, coalesce(%[1]sdelivery_status, ''), %[1]srequest_id, %[1]screated_at, %[1]supdated_at,
+	%[1]sexpires_at`, t)
+}
 
 func scanRecord(row pgx.Row) (otp.Verification, error) {
 	var v otp.Verification
@@ -64,28 +78,6 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
-}
-
-// Checked records a verify that changed the number's pending code on its
-// pending verification (a number has at most one pending code).
-func (s *Store) Checked(ctx context.Context, c otp.VerificationCheck) error {
-	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		v, err := scanRecord(tx.QueryRow(ctx, `
-			UPDATE verifications SET status = $2, attempts_left = $3, updated_at = $4, request_id = $5
-			WHERE id = (SELECT id FROM verifications WHERE phone_e164 = $1 AND status = 'pending'
-			            ORDER BY created_at DESC LIMIT 1 FOR UPDATE)
-			RETURNING `+columns, c.Phone.E164, c.Status, c.AttemptsLeft, c.At, c.RequestID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // its send was never recorded (Postgres was away)
-		}
-		if err != nil {
-			return fmt.Errorf("verifications: checked: %w", err)
-		}
-		if v.Status == otp.VerificationPending {
-			return nil // a wrong guess with attempts left: no event
-		}
-		return s.outbox.Add(ctx, tx, event("verification."+v.Status, v, c.RequestID, c.At))
-	})
 }
 
 // Get returns verification id.
