@@ -13,6 +13,10 @@ import (
 func IssueLua() string { return luascript.Source(luaFiles, "issue.lua") }
 func ClaimLua() string { return luascript.Source(luaFiles, "claim.lua") }
 
+// ClaimStops is, as a Lua expression over claim.lua's reply r, whether it
+// ends a composed send: the scope is not this request's (busy or done).
+const ClaimStops = "r[1] ~= 1"
+
 // IssueCall is Issue's issue.lua call: what Issue stores, Check reads.
 func (s *Store) IssueCall(phone string, c otp.StoredCode, ttl time.Duration) (keys []string, args []any) {
 	return []string{s.key(phone)}, issueArgs{c, ttl}.argv()

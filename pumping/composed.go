@@ -3,6 +3,7 @@ package pumping
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
@@ -14,6 +15,12 @@ import (
 // DecideLua is decide.lua, for a script that runs it inside its own with a
 // send's other parts (package sendscript).
 func DecideLua() string { return luascript.Source(luaFiles, "decide.lua", fieldsLua) }
+
+// DecideStops is, as a Lua expression over decide.lua's reply r, whether
+// it ends a composed send: refused, or (unless tagged, one Cluster slot's
+// call, whose Go side asks again itself) a restricted country asking again
+// for the caller's signal.
+var DecideStops = fmt.Sprintf("r[1] == %d or (r[1] == %d and not tagged)", verdictRefused, verdictAskAgain)
 
 // Decision is one send's pumping decision prepared as one decide.lua call,
 // for a script that runs decide.lua inside its own. Its reservation is the

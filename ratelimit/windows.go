@@ -29,6 +29,10 @@ type Windows struct {
 func AllowLua() string  { return luascript.Source(luaFiles, "allow.lua") }
 func SettleLua() string { return luascript.Source(luaFiles, "settle.lua") }
 
+// AllowStops is, as a Lua expression over allow.lua's reply r, whether it
+// ends a composed send: a window refused.
+const AllowStops = "r[1] ~= 1"
+
 var errSeveralSlots = errors.New("ratelimit: the subjects are on several Cluster slots: not one call")
 
 // Windows prepares the decision of ticket over subjects as one call. It

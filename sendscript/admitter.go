@@ -45,7 +45,7 @@ var (
 // New composes the script (once: a part's script changes with its
 // package). The parts must share one Redis primary with scripts.
 func New(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, codes *codestore.Store, idempotency *codestore.Idempotency) *Admitter {
-	return &Admitter{stores{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter, guard: guard,
+	return &Admitter{stores{scripts: scripts, script: redis.NewScript(composed), limiter: limiter, guard: guard,
 		codes: codes, idempotency: idempotency}}
 }
 
@@ -66,39 +66,50 @@ func (a *Admitter) AdmitDecided(ctx context.Context, adm otp.Admission, decision
 
 func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() (pumping.Decision, error)) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
-	var parts [partCount]call
+	var parts slots
+	var claim *claimPart
 	if adm.Scope != "" {
-		parts[partClaim].keys, parts[partClaim].args = a.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		claim = &claimPart{}
+		claim.keys, claim.args = a.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		parts.put(claim)
 	}
 	w, err := a.limiter.Windows(adm.Ticket, adm.Subjects)
 	if err != nil {
 		return out, err
 	}
-	var decision pumping.Decision
+	var (
+		decision pumping.Decision
+		windows  *windowsPart
+		decide   *decidePart
+		issue    *issuePart
+	)
 	if d, ok := w.Decided(); ok {
 		out.Decision, out.Limited = d, true
 	}
 	if !out.Limited || out.Decision.Allowed {
-		parts[partAllow] = call{w.Keys, w.Args}
-		parts[partRelease] = call{w.UndoKeys, w.UndoArgs}
+		windows = &windowsPart{w: w, undo: true}
+		parts.put(windows)
 		if adm.Pumping {
 			if decision, err = prepare(); err != nil {
 				return out, err
 			}
-			parts[partDecide] = call{decision.Keys, decision.Args}
+			decide = &decidePart{call: call{decision.Keys, decision.Args}}
+			parts.put(decide)
 		}
-		parts[partIssue].keys, parts[partIssue].args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
+		issue = &issuePart{}
+		issue.keys, issue.args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
+		parts.put(issue)
 	}
-	if !parts[partClaim].asked() && !parts[partIssue].asked() {
+	if claim == nil && issue == nil {
 		return out, nil // refused from memory, nothing to claim
 	}
-	keys, args := layout(&parts, false)
+	keys, args := layout(parts[:], false)
 	cmd := a.scripts.Run(ctx, a.script, keys, args...)
 	var notReplicated *redisbatch.NotReplicatedError
 	if err := cmd.Err(); err != nil && !errors.As(err, &notReplicated) {
 		return out, fmt.Errorf("sendscript: %w", err)
 	}
-	out, err = a.read(ctx, out, &parts, w, decision, cmd.Val())
+	out, err = a.read(ctx, out, &parts, claim, windows, decide, issue, decision, cmd.Val())
 	if err != nil {
 		return out, fmt.Errorf("sendscript: %w", err)
 	}
@@ -108,40 +119,45 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 	return out, nil
 }
 
-// read reads each part's reply with its own package's reader, up to the
-// part that stopped the script.
-func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *[partCount]call, w ratelimit.Windows,
-	decision pumping.Decision, v any) (otp.Admitted, error) {
-	reply, err := parseComposed(v)
+// read hands each part that ran its reply, then concludes, up to the part
+// that stopped the script.
+func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *slots, claim *claimPart, windows *windowsPart,
+	decide *decidePart, issue *issuePart, decision pumping.Decision, v any) (otp.Admitted, error) {
+	r, err := split(v, nScripts)
 	if err != nil {
 		return out, err
 	}
-	if parts[partClaim].asked() {
-		if out.Claim, out.Prior, err = codestore.ReadClaim(reply.claim); err != nil || out.Claim != otp.Claimed {
+	errs := r.read(parts[:])
+	if claim != nil {
+		out.Claim, out.Prior = claim.claim, claim.prior
+		if err := errs[claimScript.at]; err != nil || out.Claim != otp.Claimed {
 			return out, err
 		}
 	}
-	if parts[partAllow].asked() {
-		if out.Decision, err = w.Read(reply.allow); err != nil {
+	if windows != nil && r.ran[allowScript.at] {
+		if err := errs[allowScript.at]; err != nil {
 			return out, err
 		}
-		out.Limited = true
+		out.Decision, out.Limited = windows.decision, true
 	}
 	if out.Limited && !out.Decision.Allowed {
 		return out, nil
 	}
 	// Also when not asked: what a region decided at home first.
-	if out.Pumping, err = decision.Read(ctx, reply.decide); err != nil || out.Pumping.Refused != nil {
+	var decided any
+	if decide != nil {
+		decided = decide.reply
+	}
+	if out.Pumping, err = decision.Read(ctx, decided); err != nil || out.Pumping.Refused != nil {
 		return out, err
 	}
-	issued, ok := reply.issue.([]any)
-	if !ok || len(issued) != 1 {
-		return out, fmt.Errorf("unexpected code reply %v", reply.issue)
+	if issue == nil || !r.ran[issueScript.at] {
+		return out, fmt.Errorf("unexpected code reply %v", v)
 	}
-	if out.Pending, err = codestore.ReadIssue(issued[0]); err != nil {
+	if err := errs[issueScript.at]; err != nil {
 		return out, err
 	}
-	out.Issued = true
+	out.Pending, out.Issued = issue.pending, true
 	return out, nil
 }
 

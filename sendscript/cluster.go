@@ -58,7 +58,7 @@ func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guar
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ClusterAdmitter{stores: stores{scripts: scripts, script: redis.NewScript(compose()), limiter: limiter,
+	return &ClusterAdmitter{stores: stores{scripts: scripts, script: redis.NewScript(composed), limiter: limiter,
 		guard: guard, codes: codes, idempotency: idempotency}, log: log}
 }
 
@@ -172,13 +172,19 @@ func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, d
 // unit is one composed script call: parts whose keys share a slot.
 type unit struct {
 	slot  uint16
-	parts [partCount]call
-	// windows and decide index the send's windows groups and pumping calls
-	// this unit runs (-1: none).
-	windows, decide int
-	issue, claim    bool
-	reply           *composedReply // nil: no reply to read
-	err             error
+	parts slots
+	ran   *replies // nil: no reply to read
+	errs  []error
+	err   error
+}
+
+// sent are a send's parts, as admit laid them out over units: windows and
+// decides in the order of the windows groups and the pumping calls.
+type sent struct {
+	claim   *claimPart
+	windows []*windowsPart
+	decides []*decidePart
+	issue   *issuePart
 }
 
 // try is how admit asks.
@@ -198,17 +204,19 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		return out, err
 	}
 	var units []*unit
-	place := func(key string, kind int) *unit {
-		slot := hashslot.Of(key)
+	place := func(p Part) {
+		slot := hashslot.Of(p.Keys()[0])
 		for _, u := range units {
-			if u.slot == slot && !u.parts[kind].asked() && (kind != partIssue || !u.issue) {
-				return u
+			if u.slot == slot && u.parts.free(p.Script()) {
+				u.parts.put(p)
+				return
 			}
 		}
-		u := &unit{slot: slot, windows: -1, decide: -1}
+		u := &unit{slot: slot}
+		u.parts.put(p)
 		units = append(units, u)
-		return u
 	}
+	var parts sent
 	if adm.Scope != "" {
 		// First, so the number's windows (same tag) join its unit. A
 		// duplicate is counted when it will count elsewhere.
@@ -216,9 +224,9 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		if t.counted && remembered == nil {
 			claim = a.idempotency.CountingClaimCall
 		}
-		keys, args := claim(adm.Scope, adm.Ticket, adm.ClaimTTL)
-		u := place(keys[0], partClaim)
-		u.parts[partClaim], u.claim = call{keys, args}, true
+		parts.claim = &claimPart{}
+		parts.claim.keys, parts.claim.args = claim(adm.Scope, adm.Ticket, adm.ClaimTTL)
+		place(parts.claim)
 	}
 	t.remembered = remembered != nil
 	if remembered != nil {
@@ -233,28 +241,31 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		if u.err != nil {
 			return out, fmt.Errorf("sendscript: %w", u.err)
 		}
-		if out.Claim, out.Prior, err = codestore.ReadClaim(u.reply.claim); err != nil || out.Claim != otp.Claimed {
+		out.Claim, out.Prior, err = parts.claim.claim, parts.claim.prior, u.errs[claimScript.at]
+		if err != nil || out.Claim != otp.Claimed {
 			return otp.Admitted{Claim: out.Claim, Prior: out.Prior}, wrap(err)
 		}
 		return out, nil
 	}
-	for i, w := range groups {
-		u := place(w.Keys[0], partAllow)
-		u.parts[partAllow], u.windows = call{w.Keys, w.Args}, i
+	for _, w := range groups {
+		p := &windowsPart{w: w}
+		parts.windows = append(parts.windows, p)
+		place(p)
 	}
 	var pump pumpingPart
 	if adm.Pumping {
 		pump = prepare(ctx, adm)
-		for i, c := range pump.calls {
-			u := place(c.Keys[0], partDecide)
-			u.parts[partDecide], u.decide = call{c.Keys, c.Args}, i
+		for _, c := range pump.calls {
+			p := &decidePart{call: call{c.Keys, c.Args}}
+			parts.decides = append(parts.decides, p)
+			place(p)
 		}
 	}
-	keys, args := a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
-	u := place(keys[0], partIssue)
-	u.parts[partIssue], u.issue = call{keys, args}, true
+	parts.issue = &issuePart{}
+	parts.issue.keys, parts.issue.args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
+	place(parts.issue)
 	a.run(ctx, units)
-	return a.read(ctx, adm, out, units, groups, subjects, pump, t)
+	return a.read(ctx, adm, out, units, groups, subjects, parts, pump, t)
 }
 
 // wrap marks an error as this package's (nil stays nil).
@@ -314,7 +325,7 @@ type allAtOnce interface {
 func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
 	calls := make([]redisbatch.Call, len(units))
 	for i, u := range units {
-		keys, args := layout(&u.parts, true)
+		keys, args := layout(u.parts[:], true)
 		calls[i] = redisbatch.Call{Script: a.script, Keys: keys, Args: args}
 	}
 	cmds := make([]*redis.Cmd, len(units))
@@ -331,22 +342,14 @@ func (a *ClusterAdmitter) run(ctx context.Context, units []*unit) {
 		v, err := cmds[i].Result()
 		var notReplicated *redisbatch.NotReplicatedError
 		if err == nil || errors.As(err, &notReplicated) {
-			if reply, perr := parseComposed(v); perr != nil {
+			if r, perr := split(v, nScripts); perr != nil {
 				err = errors.Join(err, perr)
 			} else {
-				u.reply = &reply
+				u.ran, u.errs = &r, r.read(u.parts[:])
 			}
 		}
 		u.err = err
 	}
-}
-
-// ran is a part's reply in a unit, nil when the unit stopped before it.
-func ran(v any) any {
-	if n, ok := v.(int64); ok && n == 0 {
-		return nil
-	}
-	return v
 }
 
 func (a *ClusterAdmitter) warn(ctx context.Context, err error) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"smsgw/codestore"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/ratelimit"
@@ -17,59 +16,45 @@ import (
 // read reads every unit's reply and concludes: a refusal or failure
 // anywhere takes back what the others counted.
 func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
-	groups []ratelimit.Windows, subjects [][]otp.Subject, pump pumpingPart, t *try) (otp.Admitted, error) {
-	windows := make([]any, len(groups))
-	decides := make([]any, len(pump.calls))
-	var issued, claimed any
+	groups []ratelimit.Windows, subjects [][]otp.Subject, parts sent, pump pumpingPart, t *try) (otp.Admitted, error) {
 	var failed, notReplicated error
 	for _, u := range units {
 		var nr *redisbatch.NotReplicatedError
 		switch {
-		case u.err != nil && u.reply != nil && errors.As(u.err, &nr):
+		case u.err != nil && u.ran != nil && errors.As(u.err, &nr):
 			notReplicated = u.err
 		case u.err != nil:
 			failed = errors.Join(failed, u.err)
-			continue
 		}
-		if u.windows >= 0 {
-			windows[u.windows] = ran(u.reply.allow)
-		}
-		if u.decide >= 0 {
-			decides[u.decide] = ran(u.reply.decide)
-		}
-		if u.issue {
-			issued = ran(u.reply.issue)
-		}
-		if u.claim {
-			claimed = u.reply.claim
-		}
+	}
+	decides := make([]any, len(parts.decides))
+	for i, p := range parts.decides {
+		decides[i] = p.reply // nil when it did not run
 	}
 	// The claim: a duplicate in flight or a replay stopped on the number's
 	// slot; what it counted on the others is taken back as after a
 	// refusal.
-	if claimed != nil {
-		c, prior, err := codestore.ReadClaim(claimed)
+	if c := parts.claim; c != nil && c.ran {
 		switch {
-		case err != nil:
-			failed = errors.Join(failed, err)
-		case c != otp.Claimed:
-			out.Claim, out.Prior = c, prior
+		case c.err != nil:
+			failed = errors.Join(failed, c.err)
+		case c.claim != otp.Claimed:
+			out.Claim, out.Prior = c.claim, c.prior
 		}
 	}
 	// The windows: admitted only when every slot admitted.
 	var admitted []otp.Subject
 	decisions := make([]otp.Decision, 0, len(groups))
-	for i, w := range groups {
-		if windows[i] == nil {
+	for i, w := range parts.windows {
+		if !w.ran {
 			continue
 		}
-		d, err := w.Read(windows[i])
-		if err != nil {
-			failed = errors.Join(failed, err)
+		if w.err != nil {
+			failed = errors.Join(failed, w.err)
 			continue
 		}
-		decisions = append(decisions, d)
-		if d.Allowed {
+		decisions = append(decisions, w.decision)
+		if w.decision.Allowed {
 			admitted = append(admitted, subjects[i]...)
 		}
 	}
@@ -130,19 +115,17 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		}
 		out.Pumping = res
 	}
-	list, ok := issued.([]any)
-	if !ok || len(list) != 1 {
+	if !parts.issue.ran {
 		refund()
 		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
-		return out, fmt.Errorf("sendscript: unexpected code reply %v", issued)
+		return out, fmt.Errorf("sendscript: the code part did not run")
 	}
-	pending, err := codestore.ReadIssue(list[0])
-	if err != nil {
+	if err := parts.issue.err; err != nil {
 		refund()
 		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
 		return out, fmt.Errorf("sendscript: %w", err)
 	}
-	out.Pending, out.Issued = pending, true
+	out.Pending, out.Issued = parts.issue.pending, true
 	if notReplicated != nil {
 		return out, a.failClosed(ctx, notReplicated, adm, out)
 	}
