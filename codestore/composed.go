@@ -9,7 +9,7 @@ import (
 )
 
 // IssueLua and ClaimLua are issue.lua and claim.lua, for a script that runs
-// them inside its own with a send's other parts (package sendscript).
+// them inside its own with a send's other parts (package admission).
 func IssueLua() string { return luascript.Source(luaFiles, "issue.lua") }
 func ClaimLua() string { return luascript.Source(luaFiles, "claim.lua") }
 

@@ -37,7 +37,7 @@ func NewIdempotency(rdb redis.Cmdable, prefix string) *Idempotency {
 // (idem:{send:phone:<E.164>}:<sha256>, the tag of the limiter's rl:{…}
 // keys), so on a Redis Cluster the claim runs in the same script as the
 // number's windows and a duplicate in flight counts nothing there
-// (sendscript.ClusterAdmitter). Replicas before issue 24 used
+// (admission.ClusterAdmitter). Replicas before issue 24 used
 // idem:<sha256>: see docs/redis.md, "A rolling upgrade".
 func (s *Idempotency) key(scope string) string {
 	sum := sha256.Sum256([]byte(scope))

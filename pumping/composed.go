@@ -13,7 +13,7 @@ import (
 )
 
 // DecideLua is decide.lua, for a script that runs it inside its own with a
-// send's other parts (package sendscript).
+// send's other parts (package admission).
 func DecideLua() string { return luascript.Source(luaFiles, "decide.lua", fieldsLua) }
 
 // DecideStops is, as a Lua expression over decide.lua's reply r, whether

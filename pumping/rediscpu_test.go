@@ -16,13 +16,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/admission"
 	"smsgw/codestore"
 	"smsgw/internal/luascript"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
-	"smsgw/sendscript"
 )
 
 // BenchmarkRedisCPUPerSend says where an accepted send's Redis CPU goes:
@@ -298,7 +298,7 @@ return 1`)
 			s := batch
 			l := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: s})
 			g := pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: s})
-			a := sendscript.New(s, l, g, codestore.New(rdb, prefix, s), codestore.NewIdempotency(rdb, prefix))
+			a := admission.New(s, l, g, codestore.New(rdb, prefix, s), codestore.NewIdempotency(rdb, prefix))
 			rows = append(rows, measure(b, rdb, "composed send script", n, func() {
 				var wg sync.WaitGroup
 				errs := make(chan error, 32)
@@ -335,7 +335,7 @@ return 1`)
 			rec := &recorder{}
 			l := ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: rec})
 			g := pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: rec})
-			a := sendscript.New(rec, l, g, codestore.New(rdb, prefix, rec), codestore.NewIdempotency(rdb, prefix))
+			a := admission.New(rec, l, g, codestore.New(rdb, prefix, rec), codestore.NewIdempotency(rdb, prefix))
 			for i := range n {
 				ph, ip := fresh(b, i)
 				// The recorder answers nothing: Admit fails after the call.

@@ -17,7 +17,7 @@ type TagCall struct {
 
 // TagDecisions is Reserve's decision on Redis Cluster prepared as one
 // decide.lua call per hash tag, for scripts that run decide.lua inside
-// their own, one per slot, in parallel (package sendscript). Its
+// their own, one per slot, in parallel (package admission). Its
 // reservation is the one Reserve makes: Release takes it back.
 type TagDecisions struct {
 	g      *Guard

@@ -25,7 +25,7 @@ type Windows struct {
 }
 
 // AllowLua and SettleLua are allow.lua and settle.lua, for a script that
-// runs them inside its own with a send's other parts (package sendscript).
+// runs them inside its own with a send's other parts (package admission).
 func AllowLua() string  { return luascript.Source(luaFiles, "allow.lua") }
 func SettleLua() string { return luascript.Source(luaFiles, "settle.lua") }
 
@@ -43,7 +43,7 @@ func (l *Limiter) Windows(ticket string, subjects []otp.Subject) (Windows, error
 
 // WindowsAsked is Windows that asks Redis even when this replica remembers
 // a refusal: a send asking again once the counts that refused it are given
-// back (sendscript.ClusterAdmitter, after a keyed send's duplicates).
+// back (admission.ClusterAdmitter, after a keyed send's duplicates).
 func (l *Limiter) WindowsAsked(ticket string, subjects []otp.Subject) (Windows, error) {
 	return l.windows(ticket, subjects, false)
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // HomeAdmitter runs, in one region's Redis, a send's parts that live there
-// as one script call (sendscript.Admitter on a single primary or Sentinel;
-// sendscript.ClusterAdmitter on a Cluster: one call per slot, the slots at
+// as one script call (admission.Admitter on a single primary or Sentinel;
+// admission.ClusterAdmitter on a Cluster: one call per slot, the slots at
 // once, so one round trip of latency), with the pumping decision this
 // region prepared.
 type HomeAdmitter interface {
@@ -55,7 +55,7 @@ var _ otp.SendAdmitter = admitter{}
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
 // parts all live here (nil: asked in turn); homes holds, by region name,
 // the admitter of each other region; inTurn admits every other send, over
-// the deployment's parts (sendscript.InTurn).
+// the deployment's parts (admission.InTurn).
 func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter, inTurn otp.SendAdmitter) otp.SendAdmitter {
 	return admitter{d: d, guard: guard, local: local, homes: homes, inTurn: inTurn}
 }

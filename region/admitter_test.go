@@ -13,12 +13,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/admission"
 	"smsgw/codestore"
 	"smsgw/internal/redistopo"
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 	"smsgw/pumping"
-	"smsgw/sendscript"
 )
 
 // admitterOf is a region's SendAdmitter as the composition root builds it:
@@ -51,9 +51,9 @@ func admitterConfig(t *testing.T, d *Deployment, edit func(*pumping.Config)) otp
 		HomeAdmitter
 	} {
 		if _, ok := s.Redis.(*redis.ClusterClient); ok {
-			return sendscript.NewCluster(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency), nil)
+			return admission.NewCluster(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency), nil)
 		}
-		return sendscript.New(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency))
+		return admission.New(s.Scripts, s.Limiter, guard, s.Codes.(*codestore.Store), s.Idempotency.(*codestore.Idempotency))
 	}
 	homes := map[string]HomeAdmitter{}
 	for name, s := range d.regions {
@@ -74,9 +74,9 @@ func (askedInTurn) Admit(context.Context, otp.Admission) (otp.Admitted, error) {
 	return otp.Admitted{Claim: otp.Claimed}, errAskedInTurn
 }
 
-// admission is a send to a number from ip, its number's window of
+// admissionOf is a send to a number from ip, its number's window of
 // phoneMax sends an hour, its address's of ipMax.
-func admission(t *testing.T, raw, country, ip string, phoneMax, ipMax int) otp.Admission {
+func admissionOf(t *testing.T, raw, country, ip string, phoneMax, ipMax int) otp.Admission {
 	t.Helper()
 	p, err := otp.ParsePhone(raw, "")
 	if err != nil {
@@ -138,13 +138,13 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 	a, b := admitterOf(t, p.a), admitterOf(t, p.b)
 	ctx := context.Background()
 	// The first call to b loads the composed script there.
-	if _, err := a.Admit(ctx, admission(t, "+14155550109", "US", "192.0.2.9", 3, 1000)); err != nil {
+	if _, err := a.Admit(ctx, admissionOf(t, "+14155550109", "US", "192.0.2.9", 3, 1000)); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("one request to the home, the code issued there", func(t *testing.T) {
 		before := p.aToB.Requests()
-		got, err := a.Admit(ctx, admission(t, "+14155550101", "US", "192.0.2.1", 3, 1000))
+		got, err := a.Admit(ctx, admissionOf(t, "+14155550101", "US", "192.0.2.1", 3, 1000))
 		if err != nil || !admitted(got) {
 			t.Fatalf("Admit: %+v, %v; want admitted", got, err)
 		}
@@ -157,11 +157,11 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 	})
 
 	t.Run("a local refusal never crosses", func(t *testing.T) {
-		if got, err := a.Admit(ctx, admission(t, "+14155550102", "US", "192.0.2.2", 3, 1)); err != nil || !admitted(got) {
+		if got, err := a.Admit(ctx, admissionOf(t, "+14155550102", "US", "192.0.2.2", 3, 1)); err != nil || !admitted(got) {
 			t.Fatalf("first send: %+v, %v", got, err)
 		}
 		before := p.aToB.Requests()
-		got, err := a.Admit(ctx, admission(t, "+14155550103", "US", "192.0.2.2", 3, 1))
+		got, err := a.Admit(ctx, admissionOf(t, "+14155550103", "US", "192.0.2.2", 3, 1))
 		if err != nil || !got.Limited || got.Decision.Allowed {
 			t.Fatalf("over the address's window: %+v, %v; want refused", got, err)
 		}
@@ -173,7 +173,7 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
 		const limit = 3
 		n := raceFromBoth(t, a, b, func(int) otp.Admission {
-			return admission(t, "+14155550104", "US", "192.0.2.4", limit, 1000)
+			return admissionOf(t, "+14155550104", "US", "192.0.2.4", limit, 1000)
 		})
 		if n != limit {
 			t.Fatalf("admitted %d, want exactly %d", n, limit)
@@ -182,7 +182,7 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 
 	t.Run("a local home is not asked across", func(t *testing.T) {
 		before := p.aToB.Requests()
-		if got, err := a.Admit(ctx, admission(t, "+447400123401", "GB", "192.0.2.5", 3, 1000)); err != nil || !admitted(got) {
+		if got, err := a.Admit(ctx, admissionOf(t, "+447400123401", "GB", "192.0.2.5", 3, 1000)); err != nil || !admitted(got) {
 			t.Fatalf("Admit: %+v, %v", got, err)
 		}
 		if n := p.aToB.Requests() - before; n != 0 {
@@ -195,7 +195,7 @@ func TestAdmitterAsksInTurnWhenTheHomeIsCut(t *testing.T) {
 	p := newPair(t, 1)
 	a := admitterOf(t, p.a)
 	p.aToB.Cut()
-	adm := admission(t, "+14155550201", "US", "192.0.2.21", 3, 1)
+	adm := admissionOf(t, "+14155550201", "US", "192.0.2.21", 3, 1)
 	if _, err := a.Admit(context.Background(), adm); !errors.Is(err, errAskedInTurn) {
 		t.Fatalf("Admit with the home cut: %v, want errAskedInTurn", err)
 	}
@@ -215,7 +215,7 @@ func TestAdmitterPumpingRefusalHoldsNothing(t *testing.T) {
 	ip := "198.51.100.7"
 	sent := 0
 	for i := range 50 {
-		adm := admission(t, fmt.Sprintf("+1415555%04d", 3000+i), "US", ip, 3, 1000)
+		adm := admissionOf(t, fmt.Sprintf("+1415555%04d", 3000+i), "US", ip, 3, 1000)
 		got, err := a.Admit(ctx, adm)
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	// The first sends learn the slots and load the script on every shard.
 	for i, from := range []otp.SendAdmitter{a, c} {
 		testenv.WaitUntil(t, 30*time.Second, "a first send", func() error {
-			got, err := from.Admit(ctx, admission(t, fmt.Sprintf("+3361234%04d", 9990+i), "FR", "192.0.2.99", 3, 1000))
+			got, err := from.Admit(ctx, admissionOf(t, fmt.Sprintf("+3361234%04d", 9990+i), "FR", "192.0.2.99", 3, 1000))
 			if err == nil && !admitted(got) {
 				err = fmt.Errorf("not admitted: %+v", got)
 			}
@@ -276,7 +276,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
-				if _, err := a.Admit(ctx, admission(t, fmt.Sprintf("+3361235%d%03d", round, i), "FR", fmt.Sprintf("192.0.2.%d", 100+i), 3, 1000)); err != nil {
+				if _, err := a.Admit(ctx, admissionOf(t, fmt.Sprintf("+3361235%d%03d", round, i), "FR", fmt.Sprintf("192.0.2.%d", 100+i), 3, 1000)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -290,7 +290,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 			raw := fmt.Sprintf("+3361236%04d", i)
 			before := link.Requests()
 			start := time.Now()
-			got, err := a.Admit(ctx, admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 120+i), 3, 1000))
+			got, err := a.Admit(ctx, admissionOf(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 120+i), 3, 1000))
 			took = append(took, time.Since(start))
 			if err != nil || !admitted(got) {
 				t.Fatalf("Admit: %+v, %v; want admitted", got, err)
@@ -313,7 +313,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	t.Run("with an Idempotency-Key: one round trip, a duplicate counts nothing, a replay answers", func(t *testing.T) {
 		const raw = "+33612380001"
 		keyed := func(ip string) otp.Admission {
-			adm := admission(t, raw, "FR", ip, 3, 1000)
+			adm := admissionOf(t, raw, "FR", ip, 3, 1000)
 			adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-1"), time.Minute
 			return adm
 		}
@@ -383,7 +383,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 			if i%2 == 1 {
 				from = c
 			}
-			adm := admission(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 170+i), 3, 1000)
+			adm := admissionOf(t, raw, "FR", fmt.Sprintf("192.0.2.%d", 170+i), 3, 1000)
 			adm.Scope, adm.ClaimTTL = scope, time.Minute
 			got, err := from.Admit(ctx, adm)
 			switch {
@@ -409,7 +409,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	t.Run("from the Cluster, with a spend ceiling, to a home on one primary", func(t *testing.T) {
 		spending := admitterConfig(t, deploy(homes, 0, storeOn(t, "c", clusterClient(cluster.Addrs())), store(t, "a", aToA.Addr())),
 			func(c *pumping.Config) { c.Mode, c.Spend = pumping.ModeShadow, pumping.Spend{Default: 0.05, Day: 1000} })
-		got, err := spending.Admit(ctx, admission(t, "+447400123499", "GB", "192.0.2.140", 3, 1000))
+		got, err := spending.Admit(ctx, admissionOf(t, "+447400123499", "GB", "192.0.2.140", 3, 1000))
 		if err != nil && !errors.Is(err, errAskedInTurn) {
 			t.Fatalf("Admit: %v", err)
 		}
@@ -421,7 +421,7 @@ func TestAdmitterCrossesOnceToAClusterHome(t *testing.T) {
 	t.Run("races from both regions admit exactly the limit", func(t *testing.T) {
 		const limit = 3
 		n := raceFromBoth(t, a, c, func(i int) otp.Admission {
-			return admission(t, "+33612370001", "FR", fmt.Sprintf("192.0.2.%d", 150+i), limit, 1000)
+			return admissionOf(t, "+33612370001", "FR", fmt.Sprintf("192.0.2.%d", 150+i), limit, 1000)
 		})
 		if n != limit {
 			t.Fatalf("admitted %d, want exactly %d", n, limit)
@@ -447,11 +447,11 @@ func TestAdmitterCrossesOnceWithoutNetworkSigns(t *testing.T) {
 	admitterConfig(t, p.b, noSigns)
 	ctx := context.Background()
 	// The first call to b loads the composed script there.
-	if _, err := a.Admit(ctx, admission(t, "+14155550119", "US", "192.0.2.19", 3, 1000)); err != nil {
+	if _, err := a.Admit(ctx, admissionOf(t, "+14155550119", "US", "192.0.2.19", 3, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	before := p.aToB.Requests()
-	got, err := a.Admit(ctx, admission(t, "+14155550111", "US", "192.0.2.11", 3, 1000))
+	got, err := a.Admit(ctx, admissionOf(t, "+14155550111", "US", "192.0.2.11", 3, 1000))
 	if err != nil || !admitted(got) {
 		t.Fatalf("Admit: %+v, %v; want admitted", got, err)
 	}

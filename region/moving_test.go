@@ -130,7 +130,7 @@ func TestKeyedSendDuringAMoveCutFromThePreviousHome(t *testing.T) {
 	c := admitterOf(t, m.regions["c"])
 	m.links["c->a"].Cut()
 	const raw = "+447400128301"
-	adm := admission(t, raw, "GB", "192.0.2.220", 3, 1000)
+	adm := admissionOf(t, raw, "GB", "192.0.2.220", 3, 1000)
 	adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-2"), time.Minute
 	if _, err := c.Admit(ctx, adm); !errors.Is(err, errAskedInTurn) {
 		t.Fatalf("Admit with the previous home cut: %v, want errAskedInTurn", err)
@@ -196,14 +196,14 @@ func TestAdmitterDuringAMove(t *testing.T) {
 	}
 	// The first sends load the scripts in each region.
 	for i, n := range meshNames {
-		if got, err := admitters[n].Admit(ctx, admission(t, fmt.Sprintf("+44740012%04d", 9000+i), "GB", "192.0.2.200", limit, 1000)); err != nil || !admitted(got) {
+		if got, err := admitters[n].Admit(ctx, admissionOf(t, fmt.Sprintf("+44740012%04d", 9000+i), "GB", "192.0.2.200", limit, 1000)); err != nil || !admitted(got) {
 			t.Fatalf("first send through %s: %+v, %v", n, got, err)
 		}
 	}
 
 	t.Run("one request to each home, at once", func(t *testing.T) {
 		before := map[string]int64{"c->a": m.links["c->a"].Requests(), "c->b": m.links["c->b"].Requests()}
-		got, err := admitters["c"].Admit(ctx, admission(t, "+447400128001", "GB", "192.0.2.201", limit, 1000))
+		got, err := admitters["c"].Admit(ctx, admissionOf(t, "+447400128001", "GB", "192.0.2.201", limit, 1000))
 		if err != nil || !admitted(got) {
 			t.Fatalf("Admit: %+v, %v", got, err)
 		}
@@ -218,7 +218,7 @@ func TestAdmitterDuringAMove(t *testing.T) {
 		const raw = "+447400128201"
 		scope := otp.SendScope(raw, "signup-1")
 		keyed := func(ip string) otp.Admission {
-			adm := admission(t, raw, "GB", ip, limit, 1000)
+			adm := admissionOf(t, raw, "GB", ip, limit, 1000)
 			adm.Scope, adm.ClaimTTL = scope, time.Minute
 			return adm
 		}
@@ -273,7 +273,7 @@ func TestAdmitterDuringAMove(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 30 {
 				wg.Go(func() {
-					got, err := admitters[meshNames[i%3]].Admit(ctx, admission(t, phone, "GB", fmt.Sprintf("192.0.2.%d", 10+i), limit, 1000))
+					got, err := admitters[meshNames[i%3]].Admit(ctx, admissionOf(t, phone, "GB", fmt.Sprintf("192.0.2.%d", 10+i), limit, 1000))
 					if err != nil {
 						t.Error(err)
 					}

@@ -7,13 +7,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"smsgw/admission"
 	"smsgw/codestore"
 	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 	"smsgw/pumping"
 	"smsgw/ratelimit"
 	"smsgw/region"
-	"smsgw/sendscript"
 )
 
 // redisState is what a send keeps in Redis, wired for the topology: one
@@ -75,21 +75,21 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// call there (one per slot, at once, on a Cluster), with the previous
 	// home's windows at the same time while its country moves; a home out
 	// of reach and an unknown caller signal are asked in turn
-	// (sendscript.InTurn, over the deployment's parts).
-	var admitter otp.SendAdmitter = sendscript.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	// (admission.InTurn, over the deployment's parts).
+	var admitter otp.SendAdmitter = admission.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
-		admitter = sendscript.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
+		admitter = admission.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
 	}
 	if dep != nil {
 		byName := map[string]region.HomeAdmitter{}
 		for _, h := range homes {
 			if h.cluster {
-				byName[h.name] = sendscript.NewCluster(h.scripts, h.limiter, guard, h.codes, h.idempotency, log)
+				byName[h.name] = admission.NewCluster(h.scripts, h.limiter, guard, h.codes, h.idempotency, log)
 			} else {
-				byName[h.name] = sendscript.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
+				byName[h.name] = admission.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
 			}
 		}
-		inTurn := sendscript.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
+		inTurn := admission.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
 		admitter = dep.Admitter(guard, admitter, byName, inTurn)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Slots as CLUSTER KEYSLOT answers them (ratelimit's and sendscript's
+// Slots as CLUSTER KEYSLOT answers them (ratelimit's and admission's
 // Cluster tests also compare with a live Cluster).
 func TestOf(t *testing.T) {
 	for key, want := range map[string]uint16{

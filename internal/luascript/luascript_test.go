@@ -15,7 +15,7 @@ import (
 var files = fstest.MapFS{"now.lua": {Data: []byte("return clock(tonumber(ARGV[2]))")}}
 
 // clock answers ARGV[1] when given, else Redis TIME in the unit asked, also
-// wrapped as a local function the way package sendscript composes scripts.
+// wrapped as a local function the way package admission composes scripts.
 func TestClock(t *testing.T) {
 	rdb, _ := testenv.Redis(t)
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 // The parts of a send, each a Part over what its package exposes: its
 // script, when its reply stops the composed script, its call and its

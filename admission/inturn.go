@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package sendscript implements otp.SendAdmitter on one Redis primary (with
+// Package admission implements otp.SendAdmitter on one Redis primary (with
 // or without Sentinel): it runs the scripts of a send's parts (claim.lua,
 // allow.lua, decide.lua, issue.lua, and settle.lua to give the windows
 // back) inside one script, so everything a send needs before its text is one
@@ -12,7 +12,7 @@
 // part its own reply. On Redis Cluster a send's keys span slots:
 // ClusterAdmitter runs the composed script once per slot, every slot at
 // once (cluster.go).
-package sendscript
+package admission
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 import (
 	"context"
@@ -510,7 +510,7 @@ func TestClusterOneCallPerSlot(t *testing.T) {
 // reserve and commit, the pumping groups, the code) and as one composed
 // call per slot, all at once.
 //
-//	go test -run '^$' -bench ClusterSend -benchtime 3s ./sendscript
+//	go test -run '^$' -bench ClusterSend -benchtime 3s ./admission
 func BenchmarkClusterSend(b *testing.B) {
 	c := redistopo.StartCluster(b, 3)
 	rdb := c.Client()

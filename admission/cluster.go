@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 import (
 	"context"
@@ -239,7 +239,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		a.run(ctx, units)
 		u := units[0]
 		if u.err != nil {
-			return out, fmt.Errorf("sendscript: %w", u.err)
+			return out, fmt.Errorf("admission: %w", u.err)
 		}
 		out.Claim, out.Prior, err = parts.claim.claim, parts.claim.prior, u.errs[claimScript.at]
 		if err != nil || out.Claim != otp.Claimed {
@@ -273,7 +273,7 @@ func wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("sendscript: %w", err)
+	return fmt.Errorf("admission: %w", err)
 }
 
 // windowGroups prepares the windows as one allow.lua call per slot, or

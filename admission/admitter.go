@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 import (
 	"context"
@@ -107,11 +107,11 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 	cmd := a.scripts.Run(ctx, a.script, keys, args...)
 	var notReplicated *redisbatch.NotReplicatedError
 	if err := cmd.Err(); err != nil && !errors.As(err, &notReplicated) {
-		return out, fmt.Errorf("sendscript: %w", err)
+		return out, fmt.Errorf("admission: %w", err)
 	}
 	out, err = a.read(ctx, out, &parts, claim, windows, decide, issue, decision, cmd.Val())
 	if err != nil {
-		return out, fmt.Errorf("sendscript: %w", err)
+		return out, fmt.Errorf("admission: %w", err)
 	}
 	if notReplicated != nil {
 		return out, a.failClosed(ctx, notReplicated, adm, out)
@@ -188,5 +188,5 @@ func (s stores) Undo(ctx context.Context, adm otp.Admission, out otp.Admitted) e
 func (s stores) failClosed(ctx context.Context, notReplicated error, adm otp.Admission, out otp.Admitted) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	return fmt.Errorf("sendscript: %w", errors.Join(notReplicated, s.Undo(uctx, adm, out)))
+	return fmt.Errorf("admission: %w", errors.Join(notReplicated, s.Undo(uctx, adm, out)))
 }

@@ -1,4 +1,4 @@
-package sendscript_test
+package admission_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"smsgw/admission"
 	"smsgw/otp"
 	"smsgw/otp/otptest"
-	"smsgw/sendscript"
 )
 
 // TestInTurn: the parts asked one by one stop at the first refusal and hold
@@ -25,9 +25,9 @@ func TestInTurn(t *testing.T) {
 		return otp.Admission{Ticket: ticket, Phone: p, Scope: scope, ClaimTTL: time.Minute, Subjects: subjects, Pumping: true,
 			Code: otp.StoredCode{MAC: []byte(ticket)}, CodeTTL: time.Minute}
 	}
-	parts := func() (sendscript.InTurn, *otptest.Limiter, *otptest.Pumping, *otptest.Codes) {
+	parts := func() (admission.InTurn, *otptest.Limiter, *otptest.Pumping, *otptest.Codes) {
 		l, g, c := &otptest.Limiter{}, &otptest.Pumping{}, &otptest.Codes{}
-		return sendscript.InTurn{Limiter: l, Pumping: g, Codes: c, Idempotency: &otptest.Idempotency{}}, l, g, c
+		return admission.InTurn{Limiter: l, Pumping: g, Codes: c, Idempotency: &otptest.Idempotency{}}, l, g, c
 	}
 
 	a, l, g, _ := parts()

@@ -1,4 +1,4 @@
-package sendscript
+package admission
 
 // Reading a Cluster send's replies: each slot's part concluded, and what
 // the others counted given back when one refused or failed.
@@ -97,7 +97,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 			}
 		}
 		if failed != nil {
-			return out, fmt.Errorf("sendscript: %w", failed)
+			return out, fmt.Errorf("admission: %w", failed)
 		}
 		if out.Claim != otp.Claimed {
 			return out, nil
@@ -118,12 +118,12 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	if !parts.issue.ran {
 		refund()
 		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
-		return out, fmt.Errorf("sendscript: the code part did not run")
+		return out, fmt.Errorf("admission: the code part did not run")
 	}
 	if err := parts.issue.err; err != nil {
 		refund()
 		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)
-		return out, fmt.Errorf("sendscript: %w", err)
+		return out, fmt.Errorf("admission: %w", err)
 	}
 	out.Pending, out.Issued = parts.issue.pending, true
 	if notReplicated != nil {
