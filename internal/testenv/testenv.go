@@ -36,6 +36,13 @@ func PostgresURL() string {
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
+// serviceWait is how long a test waits for Redis or Postgres to answer
+// before it calls the service unavailable. One ping with a 2 s deadline
+// failed a CI run on a machine at load 22 while Redis served other tests'
+// long scripts; a service that is really gone is refused at once, every
+// try, and fails (CI=true) after this wait.
+const serviceWait = 30 * time.Second
+
 // Unavailable skips t, or fails it when CI=true.
 func Unavailable(t testing.TB, what string, err error) {
 	t.Helper()
@@ -62,9 +69,11 @@ func Redis(t testing.TB) (*redis.Client, string) {
 		t.Fatalf("SMSGW_TEST_REDIS_URL: %v", err)
 	}
 	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if err := poll(serviceWait, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return rdb.Ping(ctx).Err()
+	}); err != nil {
 		rdb.Close()
 		Unavailable(t, "Redis at "+RedisURL(), err)
 	}
@@ -107,12 +116,17 @@ func UnlinkKeys(rdb *redis.Client, patterns ...string) error {
 // It is dropped when the test ends.
 func Database(t testing.TB) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, PostgresURL())
-	if err != nil {
+	var admin *pgx.Conn
+	if err := poll(serviceWait, func() (err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		admin, err = pgx.Connect(ctx, PostgresURL())
+		return err
+	}); err != nil {
 		Unavailable(t, "Postgres at "+PostgresURL(), err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	defer admin.Close(context.Background())
 	name := "smsgw_test_" + Unique()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
