@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,35 +115,6 @@ func (f *fixture) windowHolds(t testing.TB, key string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func TestRacesAdmitExactlyTheLimit(t *testing.T) {
-	f := newFixture(t, nil)
-	const limit, senders = 5, 40
-	var admitted, refused atomic.Int64
-	var wg sync.WaitGroup
-	for i := range senders {
-		wg.Go(func() {
-			// One phone, many client addresses: only its window binds.
-			a := f.admission(t, fmt.Sprintf("t%d", i), "+447400123456", fmt.Sprintf("198.51.%d.%d", i/200, i%200+1), limit)
-			out, err := f.admitter.Admit(context.Background(), a)
-			switch {
-			case err != nil:
-				t.Error(err)
-			case out.Decision.Allowed && out.Pumping.Refused == nil && out.Issued:
-				admitted.Add(1)
-			default:
-				refused.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if admitted.Load() != limit || refused.Load() != senders-limit {
-		t.Fatalf("admitted %d, refused %d; want %d and %d", admitted.Load(), refused.Load(), limit, senders-limit)
-	}
-	if n := f.windowHolds(t, "phone:+447400123456"); n != limit {
-		t.Fatalf("the phone's window holds %d tickets, want %d", n, limit)
-	}
 }
 
 func TestPumpingRefusalGivesTheWindowsBack(t *testing.T) {
