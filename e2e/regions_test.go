@@ -369,15 +369,22 @@ func TestThreeRegions(t *testing.T) {
 		if toClusterCross < 7 || toClusterCross > 7*3 {
 			t.Fatalf("sends to numbers homed in c (the Cluster) made %d cross-region requests in 7 sends, want one to three each (one per shard)", toClusterCross)
 		}
-		if median(toCluster) >= 2*(2*oneWay) {
-			t.Fatalf("a Cluster home answered in %s: two round trips (%s) or more, want one", median(toCluster), 2*(2*oneWay))
+		// What the proxies added: a send's median less one region's, so
+		// that a loaded machine's slower sends (both alike) do not count
+		// as round trips. A CI run at load 14 took 480 ms for a keyed
+		// Cluster send whose proxies added two round trips (280 ms).
+		added := func(d time.Duration) time.Duration { return d - median(single) }
+		if added(median(toCluster)) >= 2*(2*oneWay) {
+			t.Fatalf("a Cluster home answered in %s, %s more than one region: two round trips (%s) or more, want one",
+				median(toCluster), added(median(toCluster)), 2*(2*oneWay))
 		}
 		// With an Idempotency-Key: the claim rides in the one round trip
 		// before the text (on the Cluster too: it shares the number's
 		// slot), and the stored answer is written after it: two round
 		// trips in all (three on the Cluster before issue 24, 468 ms).
-		if m := max(median(keyedRemote), median(keyedToCluster)); m >= 3*(2*oneWay) {
-			t.Fatalf("a keyed send to a remote home answered in %s (b) and %s (c, the Cluster): three round trips (%s) or more, want two", median(keyedRemote), median(keyedToCluster), 3*(2*oneWay))
+		if m := added(max(median(keyedRemote), median(keyedToCluster))); m >= 3*(2*oneWay) {
+			t.Fatalf("a keyed send to a remote home answered in %s (b) and %s (c, the Cluster), up to %s more than one region: three round trips (%s) or more, want two",
+				median(keyedRemote), median(keyedToCluster), m, 3*(2*oneWay))
 		}
 		if min(median(remote), median(toCluster)) < 2*oneWay {
 			t.Fatalf("a remote home answered in %s (b) and %s (c), under one round trip (%s): the proxy was bypassed", median(remote), median(toCluster), 2*oneWay)
