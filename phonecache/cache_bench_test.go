@@ -17,12 +17,16 @@ type store interface {
 	Put(k string, p otp.ParsedPhone)
 }
 
-type bounded struct{ m *boundedmap.Map[otp.ParsedPhone] }
+type bounded struct {
+	m *boundedmap.Map[otp.ParsedPhone]
+}
 
 func (b bounded) Get(k string) (otp.ParsedPhone, bool) { return b.m.Get(k, nil) }
 func (b bounded) Put(k string, p otp.ParsedPhone)      { b.m.Put(k, p, nil) }
 
-type plainLRU struct{ c *lru.Cache[string, otp.ParsedPhone] }
+type plainLRU struct {
+	c *lru.Cache[string, otp.ParsedPhone]
+}
 
 func (l plainLRU) Get(k string) (otp.ParsedPhone, bool) { return l.c.Get(k) }
 func (l plainLRU) Put(k string, p otp.ParsedPhone)      { l.c.Add(k, p) }
