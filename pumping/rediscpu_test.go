@@ -148,7 +148,7 @@ return 1`)
 			}
 			return []scriptCall{{decide, d.Keys, d.Args}}
 		}},
-		{"decide.lua wrapped as sendscript wraps it", func(prefix string, i int) []scriptCall {
+		{"decide.lua wrapped as admission wraps it", func(prefix string, i int) []scriptCall {
 			_, g, _, _ := built(prefix)
 			ph, ip := fresh(b, i)
 			d, err := g.Decision(ctx, ph, ip, false)
