@@ -106,11 +106,9 @@ func (x *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	for _, u := range closed {
 		urls, limits = append(urls, u), append(limits, int32(x.o.Batch))
 	}
+	probing := make(map[string]bool, len(probes))
 	for _, u := range probes {
 		urls, limits = append(urls, u), append(limits, 1)
-	}
-	probing := map[string]bool{}
-	for _, u := range probes {
 		probing[u] = true
 	}
 	lease := 2*x.o.Timeout + 5*time.Second
