@@ -27,14 +27,14 @@ func (s *Store) writeSent(ctx context.Context, tx pgx.Tx, ins []otp.Verification
 		func(round []otp.VerificationSend) error { return s.writeSentRound(ctx, tx, round) })
 }
 
-// sentColumns are the upsert's arrays, one element per send.
+// sentColumns are the upsert's arrays, one element per send (sendArrays).
 type sentColumns struct {
 	ids, phones, countries, apiKeys, providers, messageIDs, requestIDs []string
 	attempts                                                           []int32
 	at, expires                                                        []time.Time
 }
 
-func columnsOf(ins []otp.VerificationSend) sentColumns {
+func sendArrays(ins []otp.VerificationSend) sentColumns {
 	var c sentColumns
 	for _, in := range ins {
 		c.ids = append(c.ids, in.ID)
@@ -52,7 +52,7 @@ func columnsOf(ins []otp.VerificationSend) sentColumns {
 }
 
 func (s *Store) writeSentRound(ctx context.Context, tx pgx.Tx, ins []otp.VerificationSend) error {
-	c := columnsOf(ins)
+	c := sendArrays(ins)
 	rows, err := tx.Query(ctx, `
 		INSERT INTO verifications (id, phone_e164, country, api_key, status, sends, attempts_left, provider,
 			provider_message_id, request_id, created_at, updated_at, expires_at)
