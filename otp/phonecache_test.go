@@ -1,27 +1,37 @@
-package otp_test
+package otp
 
-import (
-	"testing"
+import "testing"
 
-	"smsgw/otp"
-	"smsgw/otp/otptest"
-)
-
-// The flow parses a number once and asks the cache for it after: valid
-// answers and refusals alike.
+// The flow parses a number once and finds the answer in the cache after:
+// valid answers and refusals alike, the region in any case.
 func TestPhoneAnswersRemembered(t *testing.T) {
-	cache := &otptest.PhoneCache{}
-	w := newWorld(t, func(_ *otp.Config, d *otp.Deps, _ *world) { d.Phones = cache })
-	for range 2 {
-		if _, err := w.send(t, sendReq(phone)); err != nil {
-			t.Fatal(err)
+	s := &Service{cfg: Config{DefaultRegion: "US"}, phones: newPhoneCache(8)}
+	for _, region := range []string{"", "us", "US"} {
+		p, err := s.parsePhone("(415) 555-2671", region)
+		if err != nil || p.E164 != "+14155552671" {
+			t.Fatalf("parse in %q: %v, %v", region, p.E164, err)
+		}
+		if _, err := s.parsePhone("+1 not a number", region); err == nil {
+			t.Fatalf("parse of a non-number in %q: no error", region)
 		}
 	}
-	for range 2 {
-		_, err := w.send(t, sendReq("+1 not a number"))
-		wantCode(t, err, otp.EInvalidPhone)
+	if n := s.phones.m.Len(); n != 2 {
+		t.Fatalf("%d answers cached, want 2: one parse for each number", n)
 	}
-	if cache.Hits != 2 {
-		t.Fatalf("%d cache hits, want 2: one for each number's second send", cache.Hits)
+	if p, ok := s.phones.get("(415) 555-2671", "US"); !ok || p.phone.E164 != "+14155552671" {
+		t.Fatalf("cached answer %+v, %v", p, ok)
+	}
+	if p, ok := s.phones.get("+1 not a number", "US"); !ok || p.err == nil {
+		t.Fatalf("cached refusal %+v, %v", p, ok)
+	}
+}
+
+// The cache holds at most its bound: attackers choose the numbers.
+func TestPhoneCacheBounded(t *testing.T) {
+	c := newPhoneCache(0)
+	c.put("+14155552671", "", parsedPhone{})
+	c.put("+14155552672", "", parsedPhone{})
+	if _, ok := c.get("+14155552671", ""); ok || c.m.Len() != 1 {
+		t.Fatalf("a cache of one holds %d, the oldest kept: %v", c.m.Len(), ok)
 	}
 }

@@ -54,34 +54,10 @@ type Deps struct {
 	Challenge ChallengeVerifier
 	Secrets   *Secrets
 	Messages  *Messages
-	// Phones remembers the answers of ParsePhone; left nil, each number
-	// is parsed afresh. The root gives a bounded cache (package
-	// phonecache): libphonenumber's regexes are a request's largest cost.
-	Phones PhoneCache
 	// Verifications keeps each code's verification record and its events;
 	// left nil, NoVerifications.
 	Verifications Verifications
 }
-
-// PhoneCache keeps ParsePhone's answers, valid or not, by the raw number
-// and the region it was parsed in. The flows parse on a miss and Put the
-// answer: the cache only stores.
-type PhoneCache interface {
-	Get(raw, region string) (ParsedPhone, bool)
-	Put(raw, region string, p ParsedPhone)
-}
-
-// ParsedPhone is one answer of ParsePhone.
-type ParsedPhone struct {
-	Phone Phone
-	Err   error
-}
-
-// noPhoneCache is the PhoneCache of a Service given none.
-type noPhoneCache struct{}
-
-func (noPhoneCache) Get(string, string) (ParsedPhone, bool) { return ParsedPhone{}, false }
-func (noPhoneCache) Put(string, string, ParsedPhone)        {}
 
 // PrefixRules are windows counted per leading Digits digits of the E.164
 // number (one number range).
@@ -98,6 +74,8 @@ type Service struct {
 	subjects []sendSubject
 	// testCodes maps test numbers to their fixed codes.
 	testCodes map[string]string
+	// phones remembers the numbers parsed (phonecache.go).
+	phones *phoneCache
 }
 
 // NewService returns a Service. It keeps no per-request state; one serves
@@ -121,9 +99,6 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	if deps.Challenge == nil {
 		deps.Challenge = NoChallenge{}
 	}
-	if deps.Phones == nil {
-		deps.Phones = noPhoneCache{}
-	}
 	if deps.Verifications == nil {
 		deps.Verifications = NoVerifications{}
 	}
@@ -131,7 +106,8 @@ func NewService(cfg Config, deps Deps, log *slog.Logger) *Service {
 	for _, tn := range cfg.TestNumbers {
 		codes[tn.Phone] = tn.Code
 	}
-	return &Service{cfg: cfg, Deps: deps, log: log, subjects: sendSubjects(cfg), testCodes: codes}
+	return &Service{cfg: cfg, Deps: deps, log: log, subjects: sendSubjects(cfg), testCodes: codes,
+		phones: newPhoneCache(phoneCacheEntries)}
 }
 
 func (s *Service) parsePhone(raw, region string) (Phone, error) {
@@ -139,10 +115,10 @@ func (s *Service) parsePhone(raw, region string) (Phone, error) {
 		region = s.cfg.DefaultRegion
 	}
 	region = strings.ToUpper(region)
-	if p, ok := s.Phones.Get(raw, region); ok {
-		return p.Phone, p.Err
+	if p, ok := s.phones.get(raw, region); ok {
+		return p.phone, p.err
 	}
 	p, err := ParsePhone(raw, region)
-	s.Phones.Put(raw, region, ParsedPhone{p, err})
+	s.phones.put(raw, region, parsedPhone{p, err})
 	return p, err
 }

@@ -65,7 +65,7 @@ func newWorld(t *testing.T, edits ...setup) *world {
 		TestNumbers:   []otp.TestNumber{{Phone: testPhone, Code: testCode}},
 	}
 	d := otp.Deps{Limiter: w.limiter, Sender: w.sender, Codes: w.codes, Idempotency: w.idem, AuditLog: w.audit,
-		Pumping: w.pumping, Secrets: secrets, Messages: msgs, Phones: &otptest.PhoneCache{}, Admitter: w.admit,
+		Pumping: w.pumping, Secrets: secrets, Messages: msgs, Admitter: w.admit,
 		Verifications: &otptest.Verifications{}}
 	for _, e := range edits {
 		e(&cfg, &d, w)

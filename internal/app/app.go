@@ -27,7 +27,6 @@ import (
 	"smsgw/events"
 	"smsgw/internal/redisconn"
 	"smsgw/otp"
-	"smsgw/phonecache"
 	"smsgw/pumping"
 	"smsgw/sender"
 	"smsgw/sender/fake"
@@ -243,8 +242,7 @@ func New(ctx context.Context, cfg *Config, sec Secrets, d Deps) (_ *App, err err
 		Challenge:   verifier,
 		Secrets:     codeKeys,
 		Messages:    cfg.messages,
-		Phones:      phonecache.New(1 << 16),
-
+		// otp keeps its own cache of parsed numbers.
 		Verifications: verifications,
 	}, log)
 

@@ -158,24 +158,3 @@ func (c Challenge) Verify(ctx context.Context, token string, ip netip.Addr) erro
 func (c Challenge) Widget() otp.ChallengeWidget {
 	return otp.ChallengeWidget{Provider: c.Provider, SiteKey: "site-key"}
 }
-
-// PhoneCache is an otp.PhoneCache over a map, counting its hits.
-type PhoneCache struct {
-	m    map[[2]string]otp.ParsedPhone
-	Hits int
-}
-
-func (c *PhoneCache) Get(raw, region string) (otp.ParsedPhone, bool) {
-	p, ok := c.m[[2]string{raw, region}]
-	if ok {
-		c.Hits++
-	}
-	return p, ok
-}
-
-func (c *PhoneCache) Put(raw, region string, p otp.ParsedPhone) {
-	if c.m == nil {
-		c.m = map[[2]string]otp.ParsedPhone{}
-	}
-	c.m[[2]string{raw, region}] = p
-}
