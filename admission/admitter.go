@@ -51,8 +51,9 @@ func New(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guard, code
 
 // Admit runs every part the admission asks for in one script call.
 func (a *Admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
-	return a.admit(ctx, adm, func() (pumping.Decision, error) {
-		return a.guard.Decision(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
+	return a.admit(ctx, adm, func() (pumpingPart, error) {
+		d, err := a.guard.Decision(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
+		return onePumping(a.guard, d, nil), err
 	})
 }
 
@@ -61,10 +62,10 @@ func (a *Admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, 
 // groups at home first (pumping.Guard.HomeDecision). It does not Abandon
 // the decision when the script stops before it.
 func (a *Admitter) AdmitDecided(ctx context.Context, adm otp.Admission, decision pumping.Decision) (otp.Admitted, error) {
-	return a.admit(ctx, adm, func() (pumping.Decision, error) { return decision, nil })
+	return a.admit(ctx, adm, func() (pumpingPart, error) { return onePumping(a.guard, decision, nil), nil })
 }
 
-func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() (pumping.Decision, error)) (otp.Admitted, error) {
+func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() (pumpingPart, error)) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	var parts slots
 	var claim *claimPart
@@ -78,10 +79,9 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 		return out, err
 	}
 	var (
-		decision pumping.Decision
-		windows  *windowsPart
-		decide   *decidePart
-		issue    *issuePart
+		pump    pumpingPart
+		windows *windowsPart
+		issue   *issuePart
 	)
 	if d, ok := w.Decided(); ok {
 		out.Decision, out.Limited = d, true
@@ -90,11 +90,12 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 		windows = &windowsPart{w: w, undo: true}
 		parts.put(windows)
 		if adm.Pumping {
-			if decision, err = prepare(); err != nil {
+			if pump, err = prepare(); err != nil {
 				return out, err
 			}
-			decide = &decidePart{call: call{decision.Keys, decision.Args}}
-			parts.put(decide)
+			for _, d := range pump.decides {
+				parts.put(d) // one at most: one primary is one tag
+			}
 		}
 		issue = &issuePart{}
 		issue.keys, issue.args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
@@ -109,7 +110,7 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 	if err := cmd.Err(); err != nil && !errors.As(err, &notReplicated) {
 		return out, fmt.Errorf("admission: %w", err)
 	}
-	out, err = a.read(ctx, out, &parts, claim, windows, decide, issue, decision, cmd.Val())
+	out, err = a.read(ctx, out, &parts, claim, windows, pump, issue, cmd.Val())
 	if err != nil {
 		return out, fmt.Errorf("admission: %w", err)
 	}
@@ -122,7 +123,7 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 // read hands each part that ran its reply, then concludes, up to the part
 // that stopped the script.
 func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *slots, claim *claimPart, windows *windowsPart,
-	decide *decidePart, issue *issuePart, decision pumping.Decision, v any) (otp.Admitted, error) {
+	pump pumpingPart, issue *issuePart, v any) (otp.Admitted, error) {
 	r, err := split(v, nScripts)
 	if err != nil {
 		return out, err
@@ -143,12 +144,8 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *slots, cla
 	if out.Limited && !out.Decision.Allowed {
 		return out, nil
 	}
-	// Also when not asked: what a region decided at home first.
-	var decided any
-	if decide != nil {
-		decided = decide.reply
-	}
-	if out.Pumping, err = decision.Read(ctx, decided); err != nil || out.Pumping.Refused != nil {
+	// Also when its call did not run: what a region decided at home first.
+	if out.Pumping, err = pump.read(ctx); err != nil || out.Pumping.Refused != nil {
 		return out, err
 	}
 	if issue == nil || !r.ran[issueScript.at] {

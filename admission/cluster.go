@@ -62,23 +62,8 @@ func NewCluster(scripts Scripts, limiter *ratelimit.Limiter, guard *pumping.Guar
 		guard: guard, codes: codes, idempotency: idempotency}, log: log}
 }
 
-// pumpingPart is a send's pumping decision as calls to run in the slots'
-// scripts, and how to read them.
-type pumpingPart struct {
-	calls []pumping.TagCall
-	// read concludes the reservation once every call ran; abandon reads
-	// what ran (nil: did not) when another part refused, and returns what
-	// takes it back (nil: nothing), for the caller to run now or after
-	// its answer.
-	read    func(ctx context.Context, replies []any) (otp.PumpingReservation, error)
-	abandon func(ctx context.Context, replies []any) (release func())
-}
-
 func (a *ClusterAdmitter) tagged(ctx context.Context, adm otp.Admission) pumpingPart {
-	d := a.guard.TagDecisions(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
-	return pumpingPart{calls: d.Calls, read: d.Read, abandon: func(ctx context.Context, replies []any) func() {
-		return func() { d.Abandon(ctx, replies) }
-	}}
+	return tagPumping(a.guard.TagDecisions(ctx, adm.Phone, adm.ClientIP, adm.Bypass))
 }
 
 // Admit runs the send's parts in one composed script per slot, the slots
@@ -139,33 +124,7 @@ const giveBackTimeout = time.Second
 // It does not Abandon the decision when the call did not run.
 func (a *ClusterAdmitter) AdmitDecided(ctx context.Context, adm otp.Admission, decision pumping.Decision) (otp.Admitted, error) {
 	return a.admit(ctx, adm, func(context.Context, otp.Admission) pumpingPart {
-		p := pumpingPart{read: func(ctx context.Context, replies []any) (otp.PumpingReservation, error) {
-			var v any
-			if len(replies) > 0 {
-				v = replies[0]
-			}
-			return decision.Read(ctx, v)
-		}}
-		if decision.Keys != nil {
-			p.calls = []pumping.TagCall{{Keys: decision.Keys, Args: decision.Args}}
-			p.abandon = func(ctx context.Context, replies []any) func() {
-				if replies[0] == nil {
-					return nil // the caller abandons what it decided
-				}
-				res, err := decision.Read(ctx, replies[0])
-				if err != nil || res.Refused != nil {
-					return nil
-				}
-				return func() {
-					if err := a.guard.Release(context.WithoutCancel(ctx), res); err != nil {
-						a.warn(ctx, err)
-					}
-				}
-			}
-		} else {
-			p.abandon = func(context.Context, []any) func() { return nil }
-		}
-		return p
+		return onePumping(a.guard, decision, a.warn)
 	}, &try{})
 }
 
@@ -178,12 +137,12 @@ type unit struct {
 	err   error
 }
 
-// sent are a send's parts, as admit laid them out over units: windows and
-// decides in the order of the windows groups and the pumping calls.
+// sent are a send's parts, as admit laid them out over units: windows in
+// the order of the windows groups.
 type sent struct {
 	claim   *claimPart
 	windows []*windowsPart
-	decides []*decidePart
+	pumping pumpingPart
 	issue   *issuePart
 }
 
@@ -252,12 +211,9 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 		parts.windows = append(parts.windows, p)
 		place(p)
 	}
-	var pump pumpingPart
 	if adm.Pumping {
-		pump = prepare(ctx, adm)
-		for _, c := range pump.calls {
-			p := &decidePart{call: call{c.Keys, c.Args}}
-			parts.decides = append(parts.decides, p)
+		parts.pumping = prepare(ctx, adm)
+		for _, p := range parts.pumping.decides {
 			place(p)
 		}
 	}
@@ -265,7 +221,7 @@ func (a *ClusterAdmitter) admit(ctx context.Context, adm otp.Admission, prepare 
 	parts.issue.keys, parts.issue.args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
 	place(parts.issue)
 	a.run(ctx, units)
-	return a.read(ctx, adm, out, units, groups, subjects, parts, pump, t)
+	return a.read(ctx, adm, out, units, groups, subjects, parts, t)
 }
 
 // wrap marks an error as this package's (nil stays nil).

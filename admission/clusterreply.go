@@ -16,7 +16,7 @@ import (
 // read reads every unit's reply and concludes: a refusal or failure
 // anywhere takes back what the others counted.
 func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.Admitted, units []*unit,
-	groups []ratelimit.Windows, subjects [][]otp.Subject, parts sent, pump pumpingPart, t *try) (otp.Admitted, error) {
+	groups []ratelimit.Windows, subjects [][]otp.Subject, parts sent, t *try) (otp.Admitted, error) {
 	var failed, notReplicated error
 	for _, u := range units {
 		var nr *redisbatch.NotReplicatedError
@@ -26,10 +26,6 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		case u.err != nil:
 			failed = errors.Join(failed, u.err)
 		}
-	}
-	decides := make([]any, len(parts.decides))
-	for i, p := range parts.decides {
-		decides[i] = p.reply // nil when it did not run
 	}
 	// The claim: a duplicate in flight or a replay stopped on the number's
 	// slot; what it counted on the others is taken back as after a
@@ -69,10 +65,7 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 	}
 	d, allowed := combine(decisions, adm.Subjects)
 	if failed != nil || out.Claim != otp.Claimed || !allowed || len(decisions) < len(groups) {
-		var release func()
-		if pump.abandon != nil {
-			release = pump.abandon(context.WithoutCancel(ctx), decides)
-		}
+		release := parts.pumping.release(context.WithoutCancel(ctx))
 		giveBack := func() {
 			refund()
 			if release != nil {
@@ -106,15 +99,13 @@ func (a *ClusterAdmitter) read(ctx context.Context, adm otp.Admission, out otp.A
 		return out, nil
 	}
 	out.Decision, out.Limited = d, true
-	if pump.read != nil {
-		res, err := pump.read(ctx, decides)
-		if err != nil || res.Refused != nil {
-			refund()
-			out.Pumping = res
-			return out, err
-		}
+	res, err := parts.pumping.read(ctx)
+	if err != nil || res.Refused != nil {
+		refund()
 		out.Pumping = res
+		return out, err
 	}
+	out.Pumping = res
 	if !parts.issue.ran {
 		refund()
 		_ = a.guard.Release(context.WithoutCancel(ctx), out.Pumping)

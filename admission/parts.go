@@ -5,6 +5,8 @@ package admission
 // reply reader. Whatever a reply means is read by the part's package.
 
 import (
+	"context"
+
 	"smsgw/codestore"
 	"smsgw/otp"
 	"smsgw/pumping"
@@ -73,9 +75,9 @@ func (p *windowsPart) Read(v any) error {
 	return p.err
 }
 
-// decidePart is one decide.lua call (pumping.Decision, or one of
-// pumping.TagDecisions' calls). Its reply is kept for the pumping side's
-// reader, which concludes over every call of the send at once.
+// decidePart is one decide.lua call of a pumpingPart. Its reply is kept
+// for the pumping side's reader, which concludes over every call of the
+// send at once.
 type decidePart struct {
 	call
 	reply any
@@ -103,4 +105,90 @@ func (p *issuePart) Read(v any) error {
 	p.pending, p.err = codestore.ReadIssue(v)
 	p.ran = true
 	return p.err
+}
+
+// pumpingPart is a send's pumping decision as decide.lua calls, one per
+// hash tag (none when no rule applies), and what concludes them. The
+// composers lay the calls out, then read or abandon the part as a whole;
+// what a decision is, and how to take it back, only its constructors
+// below know (pumping's API).
+type pumpingPart struct {
+	decides []*decidePart
+	// conclude reads the reservation from the calls' replies (nil: did
+	// not run) once every part ran; nil when the send asked no pumping.
+	conclude func(ctx context.Context, replies []any) (otp.PumpingReservation, error)
+	// abandon, when another part refused or failed, reads what ran and
+	// returns what takes it back (nil: nothing), for the composer to run
+	// now or after its answer.
+	abandon func(ctx context.Context, replies []any) (release func())
+}
+
+// replies are the calls' replies, nil for a call that did not run.
+func (p pumpingPart) replies() []any {
+	out := make([]any, len(p.decides))
+	for i, d := range p.decides {
+		out[i] = d.reply
+	}
+	return out
+}
+
+// read concludes the reservation.
+func (p pumpingPart) read(ctx context.Context) (otp.PumpingReservation, error) {
+	if p.conclude == nil {
+		return otp.PumpingReservation{}, nil
+	}
+	return p.conclude(ctx, p.replies())
+}
+
+// release abandons the part: what takes back what it counted, or nil.
+func (p pumpingPart) release(ctx context.Context) func() {
+	if p.abandon == nil {
+		return nil
+	}
+	return p.abandon(ctx, p.replies())
+}
+
+// tagPumping is the decision on Redis Cluster as one call per hash tag
+// (pumping.Guard.TagDecisions).
+func tagPumping(d pumping.TagDecisions) pumpingPart {
+	p := pumpingPart{conclude: d.Read, abandon: func(ctx context.Context, replies []any) func() {
+		return func() { d.Abandon(ctx, replies) }
+	}}
+	for _, c := range d.Calls {
+		p.decides = append(p.decides, &decidePart{call: call{c.Keys, c.Args}})
+	}
+	return p
+}
+
+// onePumping is a decision prepared as one call: pumping.Guard.Decision
+// on one primary, or a region's pumping.Guard.HomeDecision, whose caller
+// decided its own groups first and abandons them when the call does not
+// run. What the call counted, abandon releases (warn hears a failure).
+func onePumping(g *pumping.Guard, d pumping.Decision, warn func(context.Context, error)) pumpingPart {
+	p := pumpingPart{conclude: func(ctx context.Context, replies []any) (otp.PumpingReservation, error) {
+		var v any
+		if len(replies) > 0 {
+			v = replies[0]
+		}
+		return d.Read(ctx, v)
+	}}
+	if d.Keys == nil {
+		return p // nothing to decide or count: only what the caller decided
+	}
+	p.decides = []*decidePart{{call: call{d.Keys, d.Args}}}
+	p.abandon = func(ctx context.Context, replies []any) func() {
+		if replies[0] == nil {
+			return nil // the caller abandons what it decided
+		}
+		res, err := d.Read(ctx, replies[0])
+		if err != nil || res.Refused != nil {
+			return nil
+		}
+		return func() {
+			if err := g.Release(context.WithoutCancel(ctx), res); err != nil && warn != nil {
+				warn(ctx, err)
+			}
+		}
+	}
+	return p
 }
