@@ -33,17 +33,24 @@ type HomeAdmitter interface {
 // parts all live here is the single region's one call (one per slot on a
 // Cluster). While the number's country is being moved, the previous
 // home's windows are decided at the same time (see moving), with an
-// Idempotency-Key too. Every other send (a home out of reach with a
-// fallback allowed, a caller signal this region does not know, a keyed
-// send refused here) goes to inTurn, the parts asked one by one; a claim
-// the first try took is this request's, and claim.lua lets the same ticket
-// claim it again in turn.
+// Idempotency-Key too. A home out of reach, with a fallback allowed, gets
+// the same composed call run here instead (fallback): the same parts over
+// the fallback ledger's windows and the fallback stores. Every other send
+// (a caller signal this region does not know, a keyed send refused here,
+// a home out of reach during a move) goes to inTurn, the parts asked one
+// by one; a claim the first try took is this request's, and claim.lua
+// lets the same ticket claim it again in turn.
 type admitter struct {
-	d      *Deployment
-	guard  *pumping.Guard
-	local  otp.SendAdmitter
-	homes  map[string]HomeAdmitter
-	inTurn otp.SendAdmitter
+	d     *Deployment
+	guard *pumping.Guard
+	local otp.SendAdmitter
+	homes map[string]HomeAdmitter
+	// fallback runs a home's composed call on this region's Redis: over
+	// the fallback ledger's windows (fallbackSubjects) and the fallback
+	// code and idempotency stores (Options.FallbackCodes,
+	// FallbackIdempotency). Nil: a home out of reach is asked in turn.
+	fallback HomeAdmitter
+	inTurn   otp.SendAdmitter
 }
 
 // errInTurn says a send is not for one step: Admit hands it to inTurn,
@@ -54,10 +61,13 @@ var _ otp.SendAdmitter = admitter{}
 
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
 // parts all live here (nil: asked in turn); homes holds, by region name,
-// the admitter of each other region; inTurn admits every other send, over
-// the deployment's parts (admission.InTurn).
-func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter, inTurn otp.SendAdmitter) otp.SendAdmitter {
-	return admitter{d: d, guard: guard, local: local, homes: homes, inTurn: inTurn}
+// the admitter of each other region; fallback is the same composed call
+// on this region's Redis over the fallback stores (nil: asked in turn);
+// inTurn admits every other send, over the deployment's parts
+// (admission.InTurn).
+func (d *Deployment) Admitter(guard *pumping.Guard, local otp.SendAdmitter, homes map[string]HomeAdmitter, fallback HomeAdmitter,
+	inTurn otp.SendAdmitter) otp.SendAdmitter {
+	return admitter{d: d, guard: guard, local: local, homes: homes, fallback: fallback, inTurn: inTurn}
 }
 
 // route finds where the send's parts live: with ok, all here (home.store
@@ -138,35 +148,31 @@ func (a admitter) admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		}
 	}
 	release := func() { a.d.releaseLocal(ctx, adm.Ticket, local) }
-	var decision pumping.Decision
-	if adm.Pumping {
-		var err error
-		decision, err = a.guard.HomeDecision(ctx, adm.Phone, adm.ClientIP, adm.Bypass)
-		if err != nil {
-			release()
-			if errors.Is(err, pumping.ErrSeveralCalls) {
-				return out, errInTurn
-			}
-			return out, err
-		}
-		if decision.RefusedHere() {
-			release()
-			if adm.Scope != "" {
-				return out, errInTurn
-			}
-			out.Pumping, err = decision.Read(ctx, nil)
-			return out, err
-		}
+	decision, got, done, err := a.decide(ctx, adm, release)
+	if done {
+		return got, err
 	}
 	homeAdm := adm
 	homeAdm.Subjects = home.subjects
-	got, err := a.moving(ctx, homeAdm, prev, func(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
+	got, err = a.moving(ctx, homeAdm, prev, func(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 		return ha.AdmitDecided(ctx, adm, decision)
 	}, ha)
+	fellBack := false
+	if err != nil && prev.store == nil && a.fallback != nil && a.d.fallsBack(home.store, err) {
+		a.d.o.Log.WarnContext(ctx, "home region out of reach; deciding here, from the fallback ledger", "home", home.store.Name, "err", err)
+		// Decided afresh, as in turn: the failed try may have read (and
+		// released) the first decision.
+		decision.Abandon(ctx)
+		if decision, got, done, err = a.decide(ctx, adm, release); done {
+			return got, err
+		}
+		ha, homeAdm.Subjects, fellBack = a.fallback, a.d.fallbackSubjects(home), true
+		got, err = ha.AdmitDecided(ctx, homeAdm, decision)
+	}
 	decision.Abandon(ctx) // unless read: the script stopped before it
 	if err != nil {
 		release()
-		if a.d.fallsBack(home.store, err) {
+		if !fellBack && a.d.fallsBack(home.store, err) {
 			a.d.o.Log.WarnContext(ctx, "home region out of reach; asking in turn, from the fallback ledger", "home", home.store.Name, "err", err)
 			return got, errInTurn
 		}
@@ -179,20 +185,56 @@ func (a admitter) admit(ctx context.Context, adm otp.Admission) (otp.Admitted, e
 		}
 		return got, nil
 	}
+	undo := func(err error) (otp.Admitted, error) {
+		release()
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		errs := []error{err, ha.Undo(uctx, homeAdm, got)}
+		if prev.store != nil {
+			errs = append(errs, prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects))
+		}
+		return got, errors.Join(errs...)
+	}
+	if fellBack {
+		if err := a.d.carryHome(ctx, adm.Ticket, home, got.Decision.Now); err != nil {
+			return undo(err)
+		}
+	}
 	if len(local) > 0 {
 		if err := here.Commit(ctx, adm.Ticket, local); err != nil {
-			release()
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			errs := []error{err, ha.Undo(uctx, homeAdm, got)}
-			if prev.store != nil {
-				errs = append(errs, prev.store.Limiter.Refund(uctx, adm.Ticket, prev.subjects))
-			}
-			return got, errors.Join(errs...)
+			return undo(err)
 		}
 	}
 	got.Decision = merged(dl, got.Decision, len(local) > 0, adm.Subjects)
 	return got, nil
+}
+
+// decide prepares the pumping decision of a send homed elsewhere
+// (pumping.Guard.HomeDecision: the caller's groups decided here). With
+// done the send ends here, its local reservation released: refused by
+// the caller's groups, or handed to inTurn (a keyed send, so that its
+// replay is answered first; a caller signal this region does not know).
+func (a admitter) decide(ctx context.Context, adm otp.Admission, release func()) (d pumping.Decision, out otp.Admitted, done bool, err error) {
+	out = otp.Admitted{Claim: otp.Claimed}
+	if !adm.Pumping {
+		return d, out, false, nil
+	}
+	if d, err = a.guard.HomeDecision(ctx, adm.Phone, adm.ClientIP, adm.Bypass); err != nil {
+		release()
+		if errors.Is(err, pumping.ErrSeveralCalls) {
+			return d, out, true, errInTurn
+		}
+		return d, out, true, err
+	}
+	if d.RefusedHere() {
+		release()
+		if adm.Scope != "" {
+			return d, out, true, errInTurn
+		}
+		out.Pumping, err = d.Read(ctx, nil)
+		return d, out, true, err
+	}
+	return d, out, false, nil
 }
 
 // moving runs admit, and while the number's country is being moved decides

@@ -61,7 +61,9 @@ func admitterConfig(t *testing.T, d *Deployment, edit func(*pumping.Config)) otp
 			homes[name] = composed(s)
 		}
 	}
-	return d.Admitter(guard, composed(d.local), homes, askedInTurn{})
+	fallback := composed(&Store{Name: d.local.Name, Redis: d.local.Redis, Scripts: d.local.Scripts, Limiter: d.local.Limiter,
+		Codes: d.o.FallbackCodes, Idempotency: d.o.FallbackIdempotency})
+	return d.Admitter(guard, composed(d.local), homes, fallback, askedInTurn{})
 }
 
 // errAskedInTurn is what the tests' in-turn admitter answers, so a test
@@ -191,19 +193,58 @@ func TestAdmitterCrossesOnceToARemoteHome(t *testing.T) {
 	})
 }
 
-func TestAdmitterAsksInTurnWhenTheHomeIsCut(t *testing.T) {
-	p := newPair(t, 1)
-	a := admitterOf(t, p.a)
-	p.aToB.Cut()
-	adm := admissionOf(t, "+14155550201", "US", "192.0.2.21", 3, 1)
-	if _, err := a.Admit(context.Background(), adm); !errors.Is(err, errAskedInTurn) {
-		t.Fatalf("Admit with the home cut: %v, want errAskedInTurn", err)
-	}
-	// The address's reservation was released: the window still has room.
-	ws, err := p.a.local.Limiter.Status(context.Background(), adm.Subjects[1:])
-	if err != nil || ws[0].Used != 0 {
-		t.Fatalf("the address's window after the cut: %+v, %v; want nothing used", ws, err)
-	}
+// A home out of reach: without a fallback the send fails closed, holding
+// nothing; with one, the home's composed call runs here over the fallback
+// ledger (at most F a window) and the fallback stores, and the admission
+// is carried home once the link heals.
+func TestAdmitterFallsBackHereWhenTheHomeIsCut(t *testing.T) {
+	ctx := context.Background()
+	t.Run("without a fallback", func(t *testing.T) {
+		p := newPair(t, 0)
+		a := admitterOf(t, p.a)
+		p.aToB.Cut()
+		adm := admissionOf(t, "+14155550201", "US", "192.0.2.21", 3, 1)
+		if _, err := a.Admit(ctx, adm); err == nil || !Unreachable(err) {
+			t.Fatalf("Admit with the home cut: %v, want an unreachable error (503)", err)
+		}
+		// The address's reservation was released: the window still has room.
+		ws, err := p.a.local.Limiter.Status(ctx, adm.Subjects[1:])
+		if err != nil || ws[0].Used != 0 {
+			t.Fatalf("the address's window after the cut: %+v, %v; want nothing used", ws, err)
+		}
+	})
+	t.Run("with a fallback of one", func(t *testing.T) {
+		p := newPair(t, 1)
+		a := admitterOf(t, p.a)
+		p.aToB.Cut()
+		const phone = "+14155550202"
+		adm := admissionOf(t, phone, "US", "192.0.2.22", 3, 1000)
+		if got, err := a.Admit(ctx, adm); err != nil || !admitted(got) {
+			t.Fatalf("Admit with the home cut: %+v, %v; want admitted from the ledger", got, err)
+		}
+		if p.a.Fallbacks() != 1 {
+			t.Fatalf("%d fallback admissions, want 1", p.a.Fallbacks())
+		}
+		if _, ok, err := p.a.Codes().Pending(ctx, phone); err != nil || !ok {
+			t.Fatalf("no code pending here under fallback (%v)", err)
+		}
+		if got, err := a.Admit(ctx, admissionOf(t, phone, "US", "192.0.2.22", 3, 1000)); err != nil || !got.Limited || got.Decision.Allowed {
+			t.Fatalf("a second send past F: %+v, %v; want refused", got, err)
+		}
+		ws, err := p.a.local.Limiter.Status(ctx, adm.Subjects[1:])
+		if err != nil || ws[0].Used != 1 {
+			t.Fatalf("the address's window: %+v, %v; want the admitted send only", ws, err)
+		}
+		p.aToB.Heal()
+		testenv.WaitFor(t, 30*time.Second, "the carry home", func() bool {
+			n, err := p.a.carryOnce(ctx, &p.a.o.Remote[0])
+			return err == nil && n == 1
+		})
+		ws, err = p.b.local.Limiter.Status(ctx, adm.Subjects[:1])
+		if err != nil || ws[0].Used != 1 {
+			t.Fatalf("the home's window after the carry: %+v, %v; want 1", ws, err)
+		}
+	})
 }
 
 // A pumping refusal, here or at home, holds nothing: the address's window

@@ -35,14 +35,25 @@ func (d *Deployment) fallbackAllow(ctx context.Context, ticket string, remote pa
 	if err != nil || !dec.Allowed {
 		return dec, err
 	}
-	if err := d.carry.add(ctx, remote.store.Name, entry{Ticket: ticket, At: dec.Now.UnixMicro(), Subjects: carried(remote.subjects)}); err != nil {
+	if err := d.carryHome(ctx, ticket, remote, dec.Now); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if rerr := d.local.Limiter.Refund(rctx, ticket, fb); rerr != nil {
 			d.o.Log.WarnContext(ctx, "fallback admission not refunded; it stays counted", "err", rerr)
 		}
-		return otp.Decision{}, fmt.Errorf("region: record a fallback admission: %w", err)
+		return otp.Decision{}, err
+	}
+	return dec, nil
+}
+
+// carryHome records an admission of remote's subjects made from the
+// fallback ledger at now (the local Redis clock), to be carried home once
+// the home answers again; the caller takes back an admission it cannot
+// record, so none goes unrecorded.
+func (d *Deployment) carryHome(ctx context.Context, ticket string, remote part, now time.Time) error {
+	if err := d.carry.add(ctx, remote.store.Name, entry{Ticket: ticket, At: now.UnixMicro(), Subjects: carried(remote.subjects)}); err != nil {
+		return fmt.Errorf("region: record a fallback admission: %w", err)
 	}
 	d.fallbacks.Add(1)
-	return dec, nil
+	return nil
 }

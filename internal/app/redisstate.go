@@ -50,11 +50,12 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 		homeScripts func(country string) pumping.Scripts
 		dep         *region.Deployment
 		homes       []homeParts
+		fallback    fallbackStores
 	)
 	if cfg.Region.Name != "" {
 		// Several regions: number-keyed state goes to the number's home.
 		var err error
-		dep, homes, err = a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
+		dep, homes, fallback, err = a.regions(region.Store{Name: cfg.Region.Name, Redis: rdb, Scripts: scripts, Limiter: limiter,
 			Codes: codes, Idempotency: idempotency}, cfg.Redis.KeyPrefix, reg)
 		if err != nil {
 			return redisState{}, err
@@ -74,23 +75,29 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// regions, a send to a number homed in another region is one script
 	// call there (one per slot, at once, on a Cluster), with the previous
 	// home's windows at the same time while its country moves; a home out
-	// of reach and an unknown caller signal are asked in turn
-	// (admission.InTurn, over the deployment's parts).
+	// of reach gets the same call here, over the fallback stores; an
+	// unknown caller signal, a keyed send refused here and a home out of
+	// reach during a move are asked in turn (admission.InTurn, over the
+	// deployment's parts).
 	var admitter otp.SendAdmitter = admission.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
 		admitter = admission.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
 	}
 	if dep != nil {
+		composed := func(h homeParts) region.HomeAdmitter {
+			if h.cluster {
+				return admission.NewCluster(h.scripts, h.limiter, guard, h.codes, h.idempotency, log)
+			}
+			return admission.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
+		}
 		byName := map[string]region.HomeAdmitter{}
 		for _, h := range homes {
-			if h.cluster {
-				byName[h.name] = admission.NewCluster(h.scripts, h.limiter, guard, h.codes, h.idempotency, log)
-			} else {
-				byName[h.name] = admission.New(h.scripts, h.limiter, guard, h.codes, h.idempotency)
-			}
+			byName[h.name] = composed(h)
 		}
+		here := composed(homeParts{name: cfg.Region.Name, scripts: scripts, limiter: limiter, codes: fallback.codes,
+			idempotency: fallback.idempotency, cluster: onCluster})
 		inTurn := admission.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
-		admitter = dep.Admitter(guard, admitter, byName, inTurn)
+		admitter = dep.Admitter(guard, admitter, byName, here, inTurn)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	return redisState{limits: limits, codes: codes, idempotency: idempotency, guard: guard, admitter: admitter}, nil

@@ -146,14 +146,22 @@ type homeParts struct {
 	cluster     bool
 }
 
+// fallbackStores keep, in the local Redis, the codes and idempotency
+// scopes of sends admitted while their home was out of reach.
+type fallbackStores struct {
+	codes       *codestore.Store
+	idempotency *codestore.Idempotency
+}
+
 // regions builds the deployment over every region's Redis when [region]
-// name is set: the local parts as built for one region, and the same parts
-// over each other region's Redis, reached across regions.
-func (a *App) regions(local region.Store, prefix string, reg prometheus.Registerer) (*region.Deployment, []homeParts, error) {
+// name is set: the local parts as built for one region, the same parts
+// over each other region's Redis, reached across regions, and the
+// fallback's code and idempotency stores on the local Redis (fallback).
+func (a *App) regions(local region.Store, prefix string, reg prometheus.Registerer) (dep *region.Deployment, homes []homeParts,
+	fallback fallbackStores, err error) {
 	cfg := a.cfg
 	rc := cfg.Region
 	var remote []region.Store
-	var homes []homeParts
 	names := make([]string, 0, len(rc.Redis))
 	for name := range rc.Redis {
 		names = append(names, name)
@@ -163,7 +171,7 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		r := rc.Redis[name]
 		rdb, err := redisconn.New(r.options(""))
 		if err != nil {
-			return nil, nil, fmt.Errorf("region.redis.%s: %w", name, err)
+			return nil, nil, fallback, fmt.Errorf("region.redis.%s: %w", name, err)
 		}
 		a.onClose(func() { rdb.Close() })
 		scripts := redisbatch.New(rdb, redisbatch.Options{Pipelines: r.Pipelines, Timeout: r.Timeout.Duration, MinReplicas: r.MinReplicasAcked})
@@ -177,14 +185,16 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 		_, cluster := rdb.(*redis.ClusterClient)
 		homes = append(homes, homeParts{name, scripts, limiter, codes, idempotency, cluster})
 	}
-	dep := region.New(region.Options{
-		Homes:    region.NewHomes(rc.HomesVersion, rc.DefaultHome, rc.Homes, rc.PreviousHomes),
-		Fallback: rc.Fallback,
-		Local:    local,
-		Remote:   remote,
-		// The fallback's codes and scopes, apart from the local numbers'.
-		FallbackCodes:       codestore.New(local.Redis, prefix+"fb:", local.Scripts),
-		FallbackIdempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:"),
+	// The fallback's codes and scopes, apart from the local numbers'.
+	fallback = fallbackStores{codes: codestore.New(local.Redis, prefix+"fb:", local.Scripts),
+		idempotency: codestore.NewIdempotency(local.Redis, prefix+"fb:")}
+	dep = region.New(region.Options{
+		Homes:               region.NewHomes(rc.HomesVersion, rc.DefaultHome, rc.Homes, rc.PreviousHomes),
+		Fallback:            rc.Fallback,
+		Local:               local,
+		Remote:              remote,
+		FallbackCodes:       fallback.codes,
+		FallbackIdempotency: fallback.idempotency,
 		Prefix:              prefix,
 		Log:                 a.log,
 	})
@@ -203,5 +213,5 @@ func (a *App) regions(local region.Store, prefix string, reg prometheus.Register
 			Help: "Fallback admissions recorded in their home region's windows once it answered again."},
 			func() float64 { return float64(dep.Carried()) }),
 	)
-	return dep, homes, nil
+	return dep, homes, fallback, nil
 }
