@@ -13,8 +13,10 @@ import (
 // at the first refusal and takes back what the earlier parts counted, so a
 // refused send holds nothing but the claim it took (the caller settles
 // that). It is what several regions fall back to when a send is not for
-// one step (a home out of reach, a keyed send refused here): the parts are
-// the deployment's, which find each subject's home themselves.
+// one step (a keyed send refused here, a caller signal the region does not
+// know, a home out of reach while its country moves; a home out of reach
+// otherwise gets its composed call on the local Redis): the parts are the
+// deployment's, which find each subject's home themselves.
 type InTurn struct {
 	Limiter     otp.Limiter
 	Pumping     otp.PumpingGuard
