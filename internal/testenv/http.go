@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"testing"
 	"time"
 )
@@ -32,9 +34,14 @@ func (r Response) ErrorField(name string) any {
 // Do sends req and reads the whole answer.
 func Do(t testing.TB, c *http.Client, req *http.Request) Response {
 	t.Helper()
+	var conn httptrace.GotConnInfo
+	start := time.Now()
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { conn = info },
+	}))
 	res, err := c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (after %s; %s)", err, time.Since(start).Round(time.Millisecond), connState(conn))
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
@@ -59,4 +66,16 @@ func GetOK(url string) bool {
 	}
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
+}
+
+// connState says which connection a request went out on: what a failure
+// needs to tell a server that dropped a request from a stale pooled one.
+func connState(c httptrace.GotConnInfo) string {
+	if c.Conn == nil {
+		return "no connection"
+	}
+	if !c.Reused {
+		return fmt.Sprintf("new connection from %s", c.Conn.LocalAddr())
+	}
+	return fmt.Sprintf("reused connection from %s, idle %s before", c.Conn.LocalAddr(), c.IdleTime.Round(time.Millisecond))
 }
