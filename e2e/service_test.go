@@ -140,14 +140,26 @@ func enforcePumping(config string) string {
 // directory when empty), and waits until it answers /healthz.
 func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, args ...string) *process {
 	t.Helper()
-	p := launch(t, append([]string{"-config", path}, args...), append([]string{
+	env := append([]string{
 		"SMSGW_REDIS_URL=" + e.redisURL,
 		"SMSGW_DATABASE_URL=" + e.databaseURL,
 		"SMSGW_SECRET=" + secret,
 		"SMSGW_ADMIN_TOKEN=" + adminToken,
-	}, extraEnv...), dir)
-	p.waitAnswers(t, 60*time.Second, "/healthz", "smsgw to come up")
-	return p
+	}, extraEnv...)
+	// The port is free when it is chosen, not when smsgw binds it, seconds
+	// later on a loaded machine: another process may take it in between.
+	// smsgw then exits at once, and a new port is tried.
+	for try := 1; ; try++ {
+		p := launch(t, append([]string{"-config", path}, args...), env, dir)
+		err := p.awaitAnswer(t, 60*time.Second, "/healthz", "smsgw to come up")
+		if err == nil {
+			return p
+		}
+		if try == 3 || !strings.Contains(p.stderr.String(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("port taken before smsgw bound it, trying another: %v", err)
+	}
 }
 
 // launch starts smsgw with args and env (beside a free loopback
@@ -185,17 +197,36 @@ func launch(t *testing.T, args, env []string, dir string) *process {
 // smsgw exiting meanwhile fails the test at once.
 func (p *process) waitAnswers(t *testing.T, d time.Duration, path, what string) {
 	t.Helper()
+	if err := p.awaitAnswer(t, d, path, what); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitAnswer waits up to d until GET path answers 200 from this process:
+// the answer counts only once the process says it listens on its own
+// address, so a 200 from another process that took the port first is never
+// mistaken for it. It returns an error when the process exits meanwhile.
+func (p *process) awaitAnswer(t *testing.T, d time.Duration, path, what string) error {
+	t.Helper()
+	listening := fmt.Sprintf(`"msg":"smsgw listening","addr":%q`, strings.TrimPrefix(p.URL, "http://"))
+	var exited error
 	testenv.WaitUntil(t, d, what, func() error {
 		select {
 		case err := <-p.exited:
-			t.Fatalf("smsgw exited at start: %v\n%s", err, p.stderr.String())
+			p.exited <- err // for stop and the cleanup
+			exited = fmt.Errorf("smsgw exited at start: %v\n%s", err, p.stderr.String())
+			return nil
 		default:
+		}
+		if !strings.Contains(p.stderr.String(), listening) {
+			return fmt.Errorf("smsgw does not say it listens on %s yet:\n%s", p.URL, p.stderr.String())
 		}
 		if testenv.GetOK(p.URL + path) {
 			return nil
 		}
 		return fmt.Errorf("no 200 from %s yet:\n%s", path, p.stderr.String())
 	})
+	return exited
 }
 
 // stop sends SIGTERM and requires a clean exit.
