@@ -51,30 +51,17 @@ func outcomeOf(err error, success string) string {
 // auditTimeout bounds the wait for a row to be durable.
 const auditTimeout = otp.AuditTimeout
 
-// admit is where a send or a verify starts: a malformed request (its shape
-// error in malformed) is audited as invalid_request and answered with that
-// error; a well-formed one is refused, audited as unavailable, while no
-// audit row can be made durable, because a send may text and a verify
-// consumes an attempt or the code, neither without its row. nil: go on.
-func (s *Server) admit(ctx context.Context, ev otp.AuditEvent, malformed error) error {
+// refuseMalformed is where a send or a verify starts: a malformed request
+// (its shape error in malformed) is audited as invalid_request and
+// answered with that error. nil: go on. Whether rows can be made durable
+// at all is the domain's first question (otp.Service.Send and Verify).
+func (s *Server) refuseMalformed(ev otp.AuditEvent, malformed error) error {
 	if malformed != nil {
 		ev.Outcome, ev.Reason = otp.EInvalidRequest, otp.ErrorCode(malformed)
 		s.note(ev, s.Service.ClientNetwork(ev.ClientIP))
 		return malformed
 	}
-	if err := s.AuditLog.Accepting(); err != nil {
-		return s.refuseUnaudited(ctx, ev, err)
-	}
 	return nil
-}
-
-// refuseUnaudited answers 503 to a request that would text or consume
-// something while rows cannot be made durable. Its own row is kept by the
-// audit log, which writes it once it can.
-func (s *Server) refuseUnaudited(_ context.Context, ev otp.AuditEvent, cause error) error {
-	ev.Outcome, ev.Reason = otp.EUnavailable, otp.ReasonAudit
-	s.note(ev, s.Service.ClientNetwork(ev.ClientIP))
-	return &otp.Error{Code: otp.EUnavailable, Message: "the service is temporarily unavailable", Err: cause}
 }
 
 // answered records a send's or verify's row as its answer needs: durable

@@ -73,7 +73,7 @@ func (s *Server) handleSend(c echo.Context) error {
 	if err == nil {
 		err = limitKeysAllowed(c, req.LimitKeys)
 	}
-	if err := s.admit(ctx, ev, err); err != nil {
+	if err := s.refuseMalformed(ev, err); err != nil {
 		return err
 	}
 

@@ -37,7 +37,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 
 	var req verifyRequest
 	err := readRequest(c, &ev, &req, &req.ClientIP)
-	if err := s.admit(ctx, ev, err); err != nil {
+	if err := s.refuseMalformed(ev, err); err != nil {
 		return err
 	}
 

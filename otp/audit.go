@@ -182,6 +182,17 @@ func Waits(kind, outcome string) bool {
 	return true
 }
 
+// auditAccepting refuses, before anything else, a send (it may text) or a
+// verify (it consumes an attempt or the code) while the audit log cannot
+// make rows durable: neither happens without its row. The refusal itself
+// is noted, and written once the log can.
+func (s *Service) auditAccepting() error {
+	if err := s.AuditLog.Accepting(); err != nil {
+		return unavailable("audit log", err)
+	}
+	return nil
+}
+
 // beforeText makes the send's row durable, as sending, before any provider
 // is called, so every text a provider ever gets has a row. If it cannot be,
 // nothing is texted and the request is undone as if the provider had refused

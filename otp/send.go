@@ -81,6 +81,10 @@ type SendResult struct {
 // buys more guesses.
 func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, err error) {
 	res.RequestID = req.RequestID
+	if err := s.auditAccepting(); err != nil {
+		res.Reason = ReasonAudit
+		return res, err
+	}
 	if req.keySubjects, err = s.keySubjects(req.LimitKeys); err != nil {
 		return res, err
 	}

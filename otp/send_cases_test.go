@@ -146,6 +146,16 @@ var sendCases = []sendCase{
 			w.pumping.ReleaseFn = func(context.Context, otp.PumpingReservation) error { return errDown }
 			w.codes.DiscardFn = func(context.Context, string, []byte) error { return errDown }
 		}}},
+	{name: "audit log not accepting: refused before anything", code: otp.EUnavailable, reason: otp.ReasonAudit,
+		setup: []setup{func(_ *otp.Config, _ *otp.Deps, w *world) {
+			w.audit.AcceptingFn = func() error { return errDown }
+		}},
+		check: func(t *testing.T, w *world, res otp.SendResult) {
+			nothingHeld(t, w, res)
+			if len(w.audit.Recorded()) != 0 || res.Sending || res.Phone.E164 != "" {
+				t.Fatalf("the flow went on: %+v", res)
+			}
+		}},
 	{name: "audit failure: nothing texted", code: otp.EUnavailable, reason: otp.ReasonAudit,
 		setup: []setup{func(_ *otp.Config, _ *otp.Deps, w *world) {
 			w.audit.RecordFn = func(context.Context, otp.AuditEvent) error { return errDown }

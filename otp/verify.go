@@ -30,6 +30,10 @@ type VerifyResult struct {
 // consume and lock out are one atomic step in the code store.
 func (s *Service) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
 	var res VerifyResult
+	if err := s.auditAccepting(); err != nil {
+		res.Reason = ReasonAudit
+		return res, err
+	}
 	code, err := NormalizeCode(req.Code)
 	if err != nil {
 		return res, err

@@ -93,6 +93,12 @@ func TestVerify(t *testing.T) {
 		{name: "limiter down", code: "123456", want: otp.EUnavailable, setup: func(_ *otp.Config, _ *otp.Deps, w *world) {
 			w.limiter.AllowFn = func(context.Context, string, []otp.Subject) (otp.Decision, error) { return otp.Decision{}, errDown }
 		}},
+		{name: "audit log not accepting", code: "123456", want: otp.EUnavailable, setup: func(_ *otp.Config, _ *otp.Deps, w *world) {
+			w.audit.AcceptingFn = func() error { return errDown }
+			w.limiter.AllowFn = func(context.Context, string, []otp.Subject) (otp.Decision, error) {
+				panic("a verify asked the limiter while no row could be made durable")
+			}
+		}},
 		{name: "limited", code: "123456", want: otp.ERateLimited, setup: func(c *otp.Config, _ *otp.Deps, _ *world) {
 			c.VerifyIPRules = []otp.Rule{{Window: time.Minute, Max: 0}}
 		}},
