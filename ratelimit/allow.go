@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"smsgw/otp"
@@ -19,19 +20,29 @@ import (
 //
 //	[allowArgNow]      now in microseconds, or "" for Redis TIME (only tests pass a clock)
 //	[allowArgTicket]   the request's ticket, recorded in every subject when admitted
-//	[allowArgLease]    lease in microseconds: 0 records for good; > 0 reserves
+//	[allowArgLease]    lease in microseconds: "0" records for good; > 0 reserves
 //	                   (the ticket counts at once and also goes into each pending
 //	                   set; settle.lua commits or releases it, and a reservation
 //	                   older than the lease is removed by the next decision)
-//	[allowArgSubjects] then per subject: n, its longest window_us, then n pairs
-//	                   (window_us, max)
+//	[allowArgSubjects] then two per subject (subjectArgs): its sets' time to live
+//	                   in milliseconds (its longest window, rounded up), and its
+//	                   windows as one string, "longest_us window_us max
+//	                   window_us max ..."
+//
+// Two arguments a subject rather than one a number: Redis makes a Lua string
+// of every argument, and a fresh subject (the common case) reads neither
+// string, so each argument is a cost with nothing to show for it
+// (docs/measurements/2026-11-27-limiter-hot-path.md). Every argument is a
+// string the script passes on or parses, never a Lua number formatted back.
 //
 // An entry exactly window_us old is outside its window. The request is
 // admitted only when every window holds fewer than max entries; a refusal
 // writes nothing.
 //
 // The reply is allowReplyLen integers, at the allowReply* positions: see
-// allowReply for what each means.
+// allowReply for what each means. A request admitted with every window
+// empty (fresh subjects, the common case) gets only now, one integer: a
+// list costs Redis some 6,000 instructions to send, more than a ZADD.
 const (
 	allowArgNow      = 1
 	allowArgTicket   = 2
@@ -61,34 +72,20 @@ type allowArgs struct {
 
 // argv lays the arguments out at the allowArg* positions.
 func (a allowArgs) argv() []any {
-	argv := make([]any, 0, allowArgSubjects-1+2*len(a.subjects)+2*windowCount(a.subjects))
-	if a.now.IsZero() {
-		argv = append(argv, "")
-	} else {
-		argv = append(argv, a.now.UnixMicro())
+	argv := make([]any, 0, allowArgSubjects-1+2*len(a.subjects))
+	var now, lease any = "", "0" // constants: no allocation
+	if !a.now.IsZero() {
+		now = strconv.FormatInt(a.now.UnixMicro(), 10)
 	}
-	argv = append(argv, a.ticket, a.lease.Microseconds())
+	if a.lease > 0 {
+		lease = strconv.FormatInt(a.lease.Microseconds(), 10)
+	}
+	argv = append(argv, now, a.ticket, lease)
 	for _, s := range a.subjects {
-		var longest time.Duration
-		for _, r := range s.Rules {
-			longest = max(longest, r.Window)
-		}
-		argv = append(argv, len(s.Rules), longest.Microseconds())
-		for _, r := range s.Rules {
-			argv = append(argv, r.Window.Microseconds(), r.Max)
-		}
+		sa := subjectArgsOf(s.Rules)
+		argv = append(argv, sa.ttl, sa.windows)
 	}
 	return argv
-}
-
-// windowCount is how many windows the subjects have: the scripts number
-// them 1..windowCount in argument order.
-func windowCount(subjects []otp.Subject) int {
-	n := 0
-	for _, s := range subjects {
-		n += len(s.Rules)
-	}
-	return n
 }
 
 // allowReply is allow.lua's reply, read.
@@ -104,8 +101,21 @@ type allowReply struct {
 
 // parseAllowReply reads allow.lua's reply to a call over windows windows.
 func parseAllowReply(v any, windows int) (allowReply, error) {
-	vals, err := int64s(v)
-	if err != nil || len(vals) != allowReplyLen || vals[allowReplyTight] < 0 || vals[allowReplyTight] > int64(windows) {
+	if now, ok := v.(int64); ok {
+		// Admitted, every window empty.
+		return allowReply{allowed: true, now: time.UnixMicro(now), used: 1}, nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) != allowReplyLen {
+		return allowReply{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	var vals [allowReplyLen]int64
+	for i, x := range list {
+		if vals[i], ok = x.(int64); !ok {
+			return allowReply{}, fmt.Errorf("unexpected reply %v", v)
+		}
+	}
+	if vals[allowReplyTight] < 0 || vals[allowReplyTight] > int64(windows) {
 		return allowReply{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	return allowReply{

@@ -2,21 +2,30 @@
 --
 -- The protocol (KEYS, ARGV positions, the reply) is documented once, in
 -- allow.go: allowArgs builds ARGV, parseAllowReply reads the reply
--- {allowed, now, tight, used, reset_us, pending, contention}. In short:
+-- {allowed, now, tight, used, reset_us, pending, contention}, or only now
+-- when every window was empty (admitted). In short:
 -- KEYS are the subjects' sorted sets (then, with a lease, their pending
--- sets); ARGV is now|"", ticket, lease_us, then per subject n, the longest
--- window_us and n (window_us, max) pairs. An entry exactly window_us old is
--- outside its window: with integer scores, entry t is inside iff
--- t >= now - window_us + 1.
+-- sets); ARGV is now|"", ticket, lease_us, then per subject its keys' time
+-- to live in ms and its windows, "longest_us window_us max window_us max
+-- ...". An entry exactly window_us old is outside its window: with integer
+-- scores, entry t is inside iff t >= now - window_us + 1.
 --
--- Numbers go to redis.call as Lua numbers, never through tostring: Redis
--- formats them with %.17g, exact for integers below 2^53 (microsecond
--- timestamps are about 2^51). Fresh subjects, the common case, cost one ZCARD.
-local now = clock(1000000) -- the prelude's (internal/luascript)
-local lease = tonumber(ARGV[3])
-local nsub = #KEYS
-if lease > 0 then
-  nsub = nsub / 2
+-- Every argument costs Redis a Lua string in ARGV, and a Lua number given to
+-- redis.call is formatted with %.17g (exact for integers below 2^53:
+-- microsecond timestamps are about 2^51), a few thousand instructions each.
+-- So a fresh subject, the common case, costs one ZCARD and reads none of its
+-- windows, and what it records goes to Redis as strings: now as TIME gave it,
+-- the time to live as the caller wrote it.
+local nowS = ARGV[1] -- the prelude's clock(), as the string ZADD takes
+if nowS == '' then
+  local t = redis.call('TIME')
+  nowS = t[1] .. ('000000'):sub(#t[2] + 1) .. t[2]
+end
+local now = tonumber(nowS)
+local nsub = (#ARGV - 3) / 2
+local lease = 0
+if #KEYS > nsub then
+  lease = tonumber(ARGV[3])
   -- Reservations nobody committed in time are taken back first.
   for i = 1, nsub do
     local stale = redis.call('ZRANGEBYSCORE', KEYS[nsub + i], '-inf', now - lease)
@@ -27,55 +36,61 @@ if lease > 0 then
   end
 end
 
+-- windows(i) is subject i's {longest_us, window_us, max, ...}, read once.
+local specs = {}
+local function windows(i)
+  local s = specs[i]
+  if s == nil then
+    s = {}
+    for n in string.gmatch(ARGV[3 + 2 * i], '%d+') do s[#s + 1] = tonumber(n) end
+    specs[i] = s
+  end
+  return s
+end
+
 -- Trim every subject to its longest window; most subjects are fresh (empty).
 local sizes, fresh = {}, true
-local pos = 4
 for i = 1, nsub do
   local size = redis.call('ZCARD', KEYS[i])
   if size > 0 then
-    size = size - redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[pos + 1]))
+    size = size - redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - windows(i)[1])
     if size > 0 then fresh = false end
   end
   sizes[i] = size
-  pos = pos + 2 + 2 * tonumber(ARGV[pos])
 end
 
 local function record()
-  local p = 4
   for i = 1, nsub do
-    local ttl = math.ceil(tonumber(ARGV[p + 1]) / 1000)
-    redis.call('ZADD', KEYS[i], now, ARGV[2])
+    local ttl = ARGV[2 + 2 * i]
+    redis.call('ZADD', KEYS[i], nowS, ARGV[2])
     redis.call('PEXPIRE', KEYS[i], ttl)
     if lease > 0 then
-      redis.call('ZADD', KEYS[nsub + i], now, ARGV[2])
+      redis.call('ZADD', KEYS[nsub + i], nowS, ARGV[2])
       redis.call('PEXPIRE', KEYS[nsub + i], ttl)
     end
-    p = p + 2 + 2 * tonumber(ARGV[p])
   end
 end
 
 if fresh then
   record()
-  return {1, now, 0, 1, 0, 0, 0}
+  return now -- {1, now, 0, 1, 0, 0, 0}, in short (allow.go)
 end
 
 -- One entry per window, over all subjects, in argument order.
 local wsub, wlen, wmax, wused = {}, {}, {}, {}
 local nw = 0
-pos = 4
 for i = 1, nsub do
-  local n, long, size = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), sizes[i]
-  for j = pos + 2, pos + 2 * n, 2 do
-    local w = tonumber(ARGV[j])
+  local s, size = windows(i), sizes[i]
+  for j = 2, #s, 2 do
+    local w = s[j]
     nw = nw + 1
-    wsub[nw], wlen[nw], wmax[nw] = i, w, tonumber(ARGV[j + 1])
-    if size == 0 or w == long then
+    wsub[nw], wlen[nw], wmax[nw] = i, w, s[j + 1]
+    if size == 0 or w == s[1] then
       wused[nw] = size -- the longest window holds the whole trimmed set
     else
       wused[nw] = redis.call('ZCOUNT', KEYS[i], now - w + 1, '+inf')
     end
   end
-  pos = pos + 2 + 2 * n
 end
 
 -- Refused: wait for the latest of the full windows to make room.

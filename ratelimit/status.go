@@ -7,7 +7,7 @@ import (
 
 // The protocol of status.lua, which reads every window of every subject,
 // writing nothing (the support desk's view). KEYS holds the subjects' sorted
-// sets only; ARGV is allowArgs (its ticket and lease unused).
+// sets only; ARGV is allowArgs (its ticket, lease and times to live unused).
 //
 // The reply is Redis's now in microseconds, then one (used, reset_us) pair
 // per window in argument order, from statusReplyWindows on: reset_us is how

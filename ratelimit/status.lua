@@ -1,15 +1,16 @@
 -- Reads every window of every subject, writing nothing: the support desk's
 -- view. The protocol is documented in status.go: KEYS and ARGV as for
--- allow.lua (allowArgs; ticket and lease unused, KEYS only the subject
--- sets); the reply {now, used, reset_us, used, reset_us, ...} is read by
--- parseStatusReply.
+-- allow.lua (allowArgs; ticket, lease and the times to live unused, KEYS
+-- only the subject sets); the reply {now, used, reset_us, used, reset_us,
+-- ...} is read by parseStatusReply.
 local now = clock(1000000) -- the prelude's (internal/luascript)
 local out = {now}
-local pos = 4
 for i = 1, #KEYS do
-  local n = tonumber(ARGV[pos])
-  for j = pos + 2, pos + 2 * n, 2 do
-    local w, max = tonumber(ARGV[j]), tonumber(ARGV[j + 1])
+  -- "longest_us window_us max window_us max ...", as allow.lua reads it.
+  local s = {}
+  for n in string.gmatch(ARGV[3 + 2 * i], '%d+') do s[#s + 1] = tonumber(n) end
+  for j = 2, #s, 2 do
+    local w, max = s[j], s[j + 1]
     local since = now - w + 1
     local used = redis.call('ZCOUNT', KEYS[i], since, '+inf')
     local reset = 0
@@ -22,6 +23,5 @@ for i = 1, #KEYS do
     out[#out + 1] = used
     out[#out + 1] = reset
   end
-  pos = pos + 2 + 2 * n
 end
 return out

@@ -30,8 +30,9 @@ func AllowLua() string  { return luascript.Source(luaFiles, "allow.lua") }
 func SettleLua() string { return luascript.Source(luaFiles, "settle.lua") }
 
 // AllowStops is, as a Lua expression over allow.lua's reply r, whether it
-// ends a composed send: a window refused.
-const AllowStops = "r[1] ~= 1"
+// ends a composed send: a window refused (an admission with every window
+// empty answers a number).
+const AllowStops = "type(r) == 'table' and r[1] ~= 1"
 
 var errSeveralSlots = errors.New("ratelimit: the subjects are on several Cluster slots: not one call")
 
