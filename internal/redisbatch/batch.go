@@ -107,7 +107,14 @@ type call struct {
 // given up later may still run, and its caller, having got an error, must
 // assume its effects may have happened.
 func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return b.RunAll(ctx, []Call{{script, keys, args}})[0]
+	// RunAll's work for one call, without its slices: every decision comes
+	// this way.
+	deadline := b.deadline(ctx)
+	c := &call{script: script, keys: keys, args: args, deadline: deadline, done: make(chan struct{})}
+	if !b.enqueue(c) {
+		return stoppedCmd(ctx)
+	}
+	return b.wait(ctx, c, deadline)
 }
 
 // Call is one script call of RunAll.
@@ -121,40 +128,59 @@ type Call struct {
 // together, so they leave in one pipeline (on a Cluster, split by shard and
 // sent to every shard at once), never one waiting behind another's.
 func (b *Batcher) RunAll(ctx context.Context, calls []Call) []*redis.Cmd {
-	deadline := time.Now().Add(b.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := b.deadline(ctx)
 	cs := make([]*call, len(calls))
 	for i, c := range calls {
 		cs[i] = &call{script: c.Script, keys: c.Keys, args: c.Args, deadline: deadline, done: make(chan struct{})}
 	}
 	cmds := make([]*redis.Cmd, len(calls))
-	b.mu.Lock()
-	if b.stopped && b.running == 0 {
-		b.mu.Unlock()
+	if !b.enqueue(cs...) {
 		for i := range cmds {
-			cmds[i] = redis.NewCmd(ctx)
-			cmds[i].SetErr(ErrStopped)
+			cmds[i] = stoppedCmd(ctx)
 		}
 		return cmds
 	}
-	b.queue = append(b.queue, cs...)
-	if b.running < b.slots && !b.stopped {
-		b.running++
-		go b.drain()
-	}
-	b.mu.Unlock()
 	for i, c := range cs {
 		cmds[i] = b.wait(ctx, c, deadline)
 	}
 	return cmds
 }
 
+// deadline is when a call made now with ctx must have its answer.
+func (b *Batcher) deadline(ctx context.Context) time.Time {
+	deadline := time.Now().Add(b.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline
+}
+
+// enqueue queues the calls together, starting a pipeline if a slot is
+// free; false once Serve has stopped the batcher.
+func (b *Batcher) enqueue(cs ...*call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped && b.running == 0 {
+		return false
+	}
+	b.queue = append(b.queue, cs...)
+	if b.running < b.slots && !b.stopped {
+		b.running++
+		go b.drain()
+	}
+	return true
+}
+
+func stoppedCmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ErrStopped)
+	return cmd
+}
+
 // wait waits for c's answer, for ctx, or for its deadline.
 func (b *Batcher) wait(ctx context.Context, c *call, deadline time.Time) *redis.Cmd {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	timer := getTimer(time.Until(deadline))
+	defer putTimer(timer)
 	var err error
 	select {
 	case <-c.done:
@@ -169,6 +195,24 @@ func (b *Batcher) wait(ctx context.Context, c *call, deadline time.Time) *redis.
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(fmt.Errorf("redis: no answer in time: %w", err))
 	return cmd
+}
+
+// timers are stopped timers for wait: a timer and its channel are two
+// allocations a call, for one that almost never fires. A stopped timer's
+// channel has no stale value (Go 1.23), so it is reused as new.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // ErrStopped is what a call gets once Serve has returned.
@@ -252,8 +296,8 @@ func (b *Batcher) reloadMissing(ctx context.Context, batch []*call) {
 	var missed []*call
 	loaded := map[*redis.Script]error{}
 	for _, c := range batch {
-		if !redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
-			continue
+		if err := c.cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			continue // HasErrorPrefix allocates, even for no error
 		}
 		if _, ok := loaded[c.script]; !ok {
 			loaded[c.script] = c.script.Load(ctx, b.rdb).Err()
