@@ -60,11 +60,11 @@ func (l *Limiter) reserve(ctx context.Context, ticket string, subjects []otp.Sub
 	replies := make([]shardReply, len(groups))
 	errs := make([]error, len(groups))
 	if len(groups) == 1 {
-		_, replies[0], errs[0] = l.allowOne(ctx, ticket, groups[0], l.lease)
+		_, replies[0], errs[0] = l.allowOne(ctx, ticket, groups[0], nil, l.lease)
 	} else {
 		var wg sync.WaitGroup
 		for i, g := range groups {
-			wg.Go(func() { _, replies[i], errs[i] = l.allowOne(ctx, ticket, g, l.lease) })
+			wg.Go(func() { _, replies[i], errs[i] = l.allowOne(ctx, ticket, g, nil, l.lease) })
 		}
 		wg.Wait()
 	}

@@ -93,7 +93,9 @@ func New(rdb redis.UniversalClient, prefix string, o Options) *Limiter {
 func (l *Limiter) key(s otp.Subject) string { return l.prefix + "rl:{" + s.Key + "}" }
 
 // pendingKey is the subject's set of reservations not yet committed.
-func (l *Limiter) pendingKey(s otp.Subject) string { return l.key(s) + ":r" }
+func (l *Limiter) pendingKey(s otp.Subject) string { return l.key(s) + pendingSuffix }
+
+const pendingSuffix = ":r"
 
 // ContentionRefusals counts refusals owed only to other requests' pending
 // reservations on Redis Cluster (they would have been admitted had those
@@ -113,7 +115,8 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 		return otp.Decision{Allowed: true}, nil
 	}
 	start := time.Now()
-	if d, ok := l.remembered(subjects, start); ok {
+	keys := l.subjectKeys(subjects) // the refusal cache's, and one primary's KEYS
+	if d, ok := l.remembered(subjects, keys, start); ok {
 		return d, nil
 	}
 	var (
@@ -121,12 +124,14 @@ func (l *Limiter) decide(ctx context.Context, ticket string, subjects []otp.Subj
 		r   shardReply
 		err error
 	)
-	if groups := l.slots(subjects); reserveOnly {
+	if !l.cluster && !reserveOnly {
+		d, r, err = l.allowOne(ctx, ticket, subjects, keys, 0) // one group, and no slice of groups made
+	} else if groups := l.slots(subjects); reserveOnly {
 		d, r, err = l.reserve(ctx, ticket, subjects, groups)
 	} else if len(groups) > 1 {
 		d, r, err = l.allowAcross(ctx, ticket, subjects, groups)
 	} else {
-		d, r, err = l.allowOne(ctx, ticket, subjects, 0)
+		d, r, err = l.allowOne(ctx, ticket, subjects, keys, 0)
 	}
 	if err != nil {
 		return otp.Decision{}, err
@@ -142,15 +147,20 @@ func (l *Limiter) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
 	if len(subjects) == 0 {
 		return otp.Decision{}, false
 	}
-	return l.remembered(subjects, time.Now())
+	return l.remembered(subjects, nil, time.Now())
 }
 
-// remembered answers a refusal this replica remembers, without Redis.
-func (l *Limiter) remembered(subjects []otp.Subject, now time.Time) (otp.Decision, bool) {
+// remembered answers a refusal this replica remembers, without Redis. keys
+// are the subjects' keys when the caller has made them already (nil: made
+// here).
+func (l *Limiter) remembered(subjects []otp.Subject, keys []string, now time.Time) (otp.Decision, bool) {
 	if l.refusals == nil {
 		return otp.Decision{}, false
 	}
-	f, ok := l.refusals.lookup(l.subjectKeys(subjects), now)
+	if keys == nil {
+		keys = l.subjectKeys(subjects)
+	}
+	f, ok := l.refusals.lookup(keys, now)
 	if !ok {
 		return otp.Decision{}, false
 	}
@@ -181,16 +191,19 @@ type shardReply struct {
 }
 
 // allowOne runs allow.lua over subjects on one primary or one slot. A lease
-// > 0 reserves instead of recording for good.
-func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, lease time.Duration) (otp.Decision, shardReply, error) {
-	cmd := l.scripts.Run(ctx, allowScript, l.allowKeys(subjects, lease > 0), l.allowArgs(ticket, lease, subjects).argv()...)
-	var notReplicated *redisbatch.NotReplicatedError
-	err := cmd.Err()
-	if errors.As(err, &notReplicated) {
-		err = nil // the reply is there; what it means is decided below
+// > 0 reserves instead of recording for good. keys are the subjects' keys
+// when the caller has made them already (nil: made here).
+func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Subject, keys []string, lease time.Duration) (otp.Decision, shardReply, error) {
+	if keys == nil || lease > 0 {
+		keys = l.allowKeys(subjects, lease > 0)
 	}
+	cmd := l.scripts.Run(ctx, allowScript, keys, l.allowArgs(ticket, lease, subjects).argv()...)
+	err := cmd.Err()
+	var notReplicated *redisbatch.NotReplicatedError
 	if err != nil {
-		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
+		if notReplicated = asNotReplicated(err); notReplicated == nil {
+			return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", err)
+		}
 	}
 	r, err := l.readAllow(cmd.Val(), subjects)
 	if err != nil {
@@ -207,6 +220,17 @@ func (l *Limiter) allowOne(ctx context.Context, ticket string, subjects []otp.Su
 		return otp.Decision{}, shardReply{}, fmt.Errorf("ratelimit: allow: %w", errors.Join(notReplicated, err))
 	}
 	return r.decision(), r, nil
+}
+
+// asNotReplicated is err's *redisbatch.NotReplicatedError, or nil. Its own
+// function: the variable errors.As fills escapes, an allocation every
+// decision would pay where it is declared.
+func asNotReplicated(err error) *redisbatch.NotReplicatedError {
+	var e *redisbatch.NotReplicatedError
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
 }
 
 // readAllow reads allow.lua's reply to a call over subjects.
@@ -308,11 +332,20 @@ func samePolicies(p []otp.Window, subjects []otp.Subject) bool {
 func (l *Limiter) allowKeys(subjects []otp.Subject, pending bool) []string {
 	keys := l.subjectKeys(subjects)
 	if pending {
-		for _, s := range subjects {
-			keys = append(keys, l.pendingKey(s))
-		}
+		keys = withPending(keys)
 	}
 	return keys
+}
+
+// withPending is a new list of keys, the subjects' sets, then their pending
+// sets (pendingKey).
+func withPending(keys []string) []string {
+	out := make([]string, len(keys), 2*len(keys))
+	copy(out, keys)
+	for _, k := range keys {
+		out = append(out, k+pendingSuffix)
+	}
+	return out
 }
 
 // allowArgs is allow.lua's (and status.lua's) ARGV on this Limiter's clock:

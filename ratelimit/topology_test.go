@@ -88,7 +88,7 @@ func TestCluster(t *testing.T) {
 		}
 		ctx := context.Background()
 		// A replica reserves on the phone's shard and dies before committing.
-		if _, r, err := l.allowOne(ctx, ticket(), []otp.Subject{a}, l.lease); err != nil || !r.allowed {
+		if _, r, err := l.allowOne(ctx, ticket(), []otp.Subject{a}, nil, l.lease); err != nil || !r.allowed {
 			t.Fatalf("reserve: %+v %v", r, err)
 		}
 		clock.Set(t0.Add(time.Second))

@@ -55,15 +55,18 @@ func (l *Limiter) windows(ticket string, subjects []otp.Subject, remember bool) 
 		w.decided = &otp.Decision{Allowed: true}
 		return w, nil
 	}
-	if d, ok := l.remembered(subjects, w.start); ok && remember {
-		w.decided = &d
-		return w, nil
+	keys := l.subjectKeys(subjects)
+	if remember {
+		if d, ok := l.remembered(subjects, keys, w.start); ok {
+			w.decided = &d
+			return w, nil
+		}
 	}
 	if len(l.slots(subjects)) > 1 {
 		return Windows{}, errSeveralSlots
 	}
-	w.Keys, w.Args = l.allowKeys(subjects, false), l.allowArgs(ticket, 0, subjects).argv()
-	w.UndoKeys, w.UndoArgs = l.allowKeys(subjects, true), settleArgs{ticket, settleRelease}.argv()
+	w.Keys, w.Args = keys, l.allowArgs(ticket, 0, subjects).argv()
+	w.UndoKeys, w.UndoArgs = withPending(keys), settleArgs{ticket, settleRelease}.argv()
 	return w, nil
 }
 
