@@ -76,7 +76,7 @@ type decideArgs struct {
 //	"c" country, or operator (the same rules, its own keys, listed before
 //	    its country): counts distinct phones without a sign of a real user; p1
 //	    floor; p2 "1" when solved challenges are held to their ledger's
-//	    budget; keys: 4 (the country hash, its ledger of sends that passed
+//	    budget (else "0"), then "o" for an operator; keys: 4 (the country hash, its ledger of sends that passed
 //	    with a solved challenge, the phone's returning block, its ledger of
 //	    unsigned sends from networks known abroad)
 //	"n" network: counts every text; p1 floor; keys: 1

@@ -464,7 +464,7 @@ local function decideChallenged(sb, st, floor)
   if reck and not again then add = 0 end
   st.chadd = add
   local u, budget = math.max(ch.S - ch.A, 0), earned(floor, ch)
-  if u + add > budget and sb.p2 == '1' then
+  if u + add > budget and string.sub(sb.p2, 1, 1) == '1' then
     st.refuse = true
     st.retry = wait(sb.ch, u + add, budget + 1, ch.b, false)
   end
@@ -540,22 +540,26 @@ end
 -- abroad, in the subject's ledger of foreign networks, with a third of its
 -- floor, so a spread from proxies abroad restricts those networks without
 -- restricting the country's own users; over the window's budget or the
--- hour's, the ledger is restricted (restrictLedger).
+-- hour's, the ledger is restricted (restrictLedger). An operator's (p2's
+-- second character "o") ledger of foreign networks keeps only the hour's:
+-- its travellers are too few for a window's budget to learn, and the
+-- country's ledger, which its sends count in too, keeps the window's.
 local function decideUnsigned(sb, st, floor)
   local restricted = restrictedNow(st)
-  local led, lfloor = st, floor
+  local led, lfloor, hourOnly = st, floor, false
   if st.abroad then
     led = load(sb.fo, true, 'c')
     lfloor = math.max(math.floor(floor / 3), 1)
     st.fo = led
+    hourOnly = string.sub(sb.p2, 2, 2) == 'o'
   end
   -- A resend to a number already counted is one of u.
   local add = 1
   if (recu or recf) and not again then add = 0 end
   local u, budget = math.max(led.S - led.A, 0), earned(lfloor, led)
   local bh = lfloor + ratio * led.hour
-  local over, overh = u + add > budget, led.uh + add > bh
-  if overh and not over then u, budget = led.uh, bh end
+  local over, overh = u + add > budget and not hourOnly, led.uh + add > bh
+  if (overh and not over) or hourOnly then u, budget = led.uh, bh end
   local lrestricted = restrictLedger(st, led, lfloor, over, overh, u, budget, add)
   st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
   st.add = add

@@ -3,6 +3,7 @@ package pumping
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -115,7 +116,7 @@ func (d *modelDecision) restrictedSubject(st *modelSubject) {
 		}
 		st.u = ch.unverified()
 		st.budget = ch.budget(st.p1, d.a.ratio, d.a.hourFactor)
-		if st.u+st.chAdd > st.budget && st.p2 == "1" {
+		if st.u+st.chAdd > st.budget && challengeBudgeted(st.p2) {
 			st.refuse = true
 			st.retry = d.c.wait(d.tx, st.s.challenged, st.u+st.chAdd, st.budget+1, ch.b, false)
 		}
@@ -131,17 +132,36 @@ func (d *modelDecision) restrictedSubject(st *modelSubject) {
 	d.unsigned(st, restricted)
 }
 
+// challengeBudgeted says whether a "c" subject's p2 holds solved
+// challenges to their ledger's budget (its first character "1").
+func challengeBudgeted(p2 string) bool { return strings.HasPrefix(p2, "1") }
+
+// isOperator says whether a "c" subject's p2 names an operator (its second
+// character "o"), not a country.
+func isOperator(p2 string) bool { return len(p2) > 1 && p2[1] == 'o' }
+
 // unsigned decides a send with no sign of a real user against the ledger
 // it counts in: the subject's own, or from a network known abroad its
 // ledger of foreign networks, with a third of its floor, so a spread from
 // proxies abroad restricts those networks and not the country's users.
+//
+// An operator's ledger of networks known abroad keeps only the short
+// horizon (hourBudget): an operator's travellers are too few for a
+// window's budget to learn, and with a floor of 1 one traveller who did
+// not verify held it for the whole window, refusing every traveller after
+// (who, refused, could never earn it room back). A spread from abroad
+// still trips it within its first texts of the hour, and the country's
+// own ledger of networks known abroad, which the operator's sends count in
+// too, keeps the window's budget.
 func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 	now := float64(d.c.now)
 	led, lfloor := st.l, st.p1
+	hourOnly := false
 	if st.abroad {
 		led = d.c.load(d.tx, st.s.foreign, true, "c")
 		lfloor = math.Max(math.Floor(st.p1/3), 1)
 		st.fo = led
+		hourOnly = isOperator(st.p2)
 	}
 	lrestricted := led.restricted(d.c.now)
 	// A resend to a number already counted is one of U.
@@ -154,9 +174,9 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 	budget := led.budget(lfloor, d.a.ratio, d.a.hourFactor)
 	// The short horizon (hourBudget): a surge nobody verifies counts at once.
 	bh := led.hourBudget(lfloor, d.a.ratio)
-	over := u+add > budget
+	over := u+add > budget && !hourOnly
 	overh := led.uh+add > bh
-	if overh && !over {
+	if (overh && !over) || hourOnly {
 		u, budget = led.uh, bh
 	}
 	trip := over || overh

@@ -176,7 +176,11 @@ func (g *Guard) decideArgs(ctx context.Context, grp group, phone otp.Phone, neti
 			a.subjects = append(a.subjects, decideSubject{"m", s.price,
 				strconv.FormatInt(micros(g.cfg.Spend.Hour), 10) + " " + strconv.FormatInt(micros(g.cfg.Spend.Day), 10)})
 		case 'c':
-			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, flag(g.cfg.ChallengeBudget)})
+			p2 := flag(g.cfg.ChallengeBudget)
+			if s.rule == RuleOperator {
+				p2 += "o"
+			}
+			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, p2})
 		default:
 			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, ""})
 		}

@@ -45,6 +45,9 @@ type subjectBound struct {
 	hours    map[int64]*boundHour // by bucket
 	foreign  int                  // counted in the subject's ledger of networks known abroad
 	fbudget  float64
+	// fhours, for an operator, whose ledger of networks known abroad keeps
+	// only the hour's budget: that budget at its largest in each hour.
+	fhours map[int64]float64
 }
 
 // boundHour is one hour (bucket) of the attack's unsigned texts and the
@@ -112,7 +115,18 @@ func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, 
 	case countryNew&4 != 0:
 		l := load(sb.foreign, true)
 		sbd.foreign++
-		sbd.fbudget = max(sbd.fbudget, l.budget(max(float64(int(floor/3)), 1), ratio, hf))
+		ffloor := max(float64(int(floor/3)), 1)
+		if sb.rule != RuleOperator {
+			sbd.fbudget = max(sbd.fbudget, l.budget(ffloor, ratio, hf))
+			break
+		}
+		// The operator's: the sum over the hours of each hour's budget.
+		if sbd.fhours == nil {
+			sbd.fhours = map[int64]float64{}
+		}
+		sbd.fbudget -= sbd.fhours[c.cur]
+		sbd.fhours[c.cur] = max(sbd.fhours[c.cur], l.hourBudget(ffloor, ratio))
+		sbd.fbudget += sbd.fhours[c.cur]
 	case signal == 1:
 		t.signed++
 		for _, n := range g.caller(u.ip, u.country).subjects {
