@@ -558,7 +558,10 @@ local function decideUnsigned(sb, st, floor)
   if (recu or recf) and not again then add = 0 end
   local u, budget = math.max(led.S - led.A, 0), earned(lfloor, led)
   local bh = lfloor + ratio * led.hour
-  local over, overh = u + add > budget and not hourOnly, led.uh + add > bh
+  local over = u + add > budget and not hourOnly
+  -- An operator's own ledger has the short horizon once it learned a day.
+  local short = string.sub(sb.p2, 2, 2) ~= 'o' or st.abroad or led.pk > 0
+  local overh = short and led.uh + add > bh
   if (overh and not over) or hourOnly then u, budget = led.uh, bh end
   local lrestricted = restrictLedger(st, led, lfloor, over, overh, u, budget, add)
   st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
