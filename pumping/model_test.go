@@ -89,6 +89,15 @@ func randomModelConfig(rng *rand.Rand) Config {
 	if rng.IntN(5) == 0 {
 		cfg.Mode = ModeShadow
 	}
+	if rng.IntN(3) == 0 {
+		// No ranges and a small operator floor: the steps' numbers share a
+		// few blocks, whose ranges would otherwise refuse before an
+		// operator's or a country's own budgets and horizons are reached.
+		for _, r := range []string{RuleRange100, RuleRange1k, RuleRange10k, RuleRange100k} {
+			cfg.Floors[r] = 0
+		}
+		cfg.Floors[RuleOperator] = 2
+	}
 	if rng.IntN(2) == 0 {
 		cfg.Spend = Spend{Default: 0.05, Prices: map[string]float64{"NG": 0.2}, Hour: []float64{0, 0.6}[rng.IntN(2)], Day: 1.5}
 	}
