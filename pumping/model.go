@@ -25,7 +25,10 @@ import (
 //     restricted and take signs (modelKinds below).
 //  4. An operator and its country count only the sends that carry no sign
 //     of a real user (modelDecision.signs); over budget, they are
-//     restricted for restrict_ms and then refuse only such sends.
+//     restricted for restrict_ms and then refuse only such sends. An
+//     operator (p2 "…o") differs in two ways, both in unsigned: its
+//     ledger of networks known abroad keeps only the hour's budget, and
+//     its own hour's budget applies once it has learned a day.
 //  5. A send that passes is counted in every subject (modelDecision.count)
 //     and in the phone's record, which approve and release read
 //     (model_approve.go).
