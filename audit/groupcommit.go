@@ -96,7 +96,7 @@ func (w *Writer) write(ctx context.Context, c *committer, batch []pending) {
 	g := group{rows: make([]otp.AuditEvent, len(c.backlog), len(c.backlog)+len(batch)), retry: len(c.backlog) > 0}
 	copy(g.rows, c.backlog)
 	for _, p := range batch {
-		g.rows = append(g.rows, p.e)
+		g.rows = append(g.rows, *p.e)
 		if p.final {
 			if g.finals == nil {
 				g.finals = map[string]bool{}

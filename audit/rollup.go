@@ -191,7 +191,7 @@ func (w *Writer) offer(e otp.AuditEvent) bool {
 		return false
 	}
 	select {
-	case w.unwaited.queue <- pending{e: e}:
+	case w.unwaited.queue <- pending{e: &e}:
 		return true
 	default:
 		return false
@@ -223,7 +223,7 @@ func (w *Writer) flushRollups(ctx context.Context) error {
 	defer cancel()
 	changed := w.rollups.changed(time.Now())
 	for i, e := range changed {
-		if err := w.enqueue(ctx, w.unwaited, pending{e: e}); err != nil {
+		if err := w.enqueue(ctx, w.unwaited, pending{e: &e}); err != nil {
 			w.rollups.retry(changed[i:])
 			return err
 		}

@@ -116,8 +116,13 @@ type Writer struct {
 	wait                                               prometheus.Histogram
 }
 
+// pending is a row in a committer's queue. The row is held by pointer: a
+// channel's buffer is one object the GC scans whole at every cycle, empty
+// slots included, and 2 x 65,536 slots of whole rows were 38 MB of the
+// live heap, scanned every 130 ms under a flood of refusals: the refused
+// path's p99 was those marks. Slots of three words are 3 MB.
 type pending struct {
-	e     otp.AuditEvent
+	e     *otp.AuditEvent
 	done  chan error // nil when nobody waits
 	final bool       // a send's final outcome (Finish)
 }
@@ -250,7 +255,7 @@ func (w *Writer) Ready(context.Context) error { return w.Accepting() }
 // request must not claim it is.
 func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 	start := time.Now()
-	p := pending{e: e, done: make(chan error, 1)}
+	p := pending{e: &e, done: make(chan error, 1)}
 	if err := w.enqueue(ctx, w.waited, p); err != nil {
 		return err
 	}
@@ -268,7 +273,7 @@ func (w *Writer) Record(ctx context.Context, e otp.AuditEvent) error {
 func (w *Writer) Finish(e otp.AuditEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.enqueue(ctx, w.unwaited, pending{e: e, final: true}); err != nil {
+	if err := w.enqueue(ctx, w.unwaited, pending{e: &e, final: true}); err != nil {
 		w.lost.Inc()
 		w.log.Error("a send's final outcome was not queued; its row stays sending", "id", e.ID, "outcome", e.Outcome, "err", err)
 	}
