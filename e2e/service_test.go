@@ -208,7 +208,6 @@ func (p *process) waitAnswers(t *testing.T, d time.Duration, path, what string) 
 // mistaken for it. It returns an error when the process exits meanwhile.
 func (p *process) awaitAnswer(t *testing.T, d time.Duration, path, what string) error {
 	t.Helper()
-	listening := fmt.Sprintf(`"msg":"smsgw listening","addr":%q`, strings.TrimPrefix(p.URL, "http://"))
 	var exited error
 	testenv.WaitUntil(t, d, what, func() error {
 		select {
@@ -218,7 +217,7 @@ func (p *process) awaitAnswer(t *testing.T, d time.Duration, path, what string) 
 			return nil
 		default:
 		}
-		if !strings.Contains(p.stderr.String(), listening) {
+		if !p.listening() {
 			return fmt.Errorf("smsgw does not say it listens on %s yet:\n%s", p.URL, p.stderr.String())
 		}
 		if testenv.GetOK(p.URL + path) {
@@ -227,6 +226,18 @@ func (p *process) awaitAnswer(t *testing.T, d time.Duration, path, what string) 
 		return fmt.Errorf("no 200 from %s yet:\n%s", path, p.stderr.String())
 	})
 	return exited
+}
+
+// listening says whether the process has logged that it listens on its
+// own address.
+func (p *process) listening() bool {
+	addr := strings.TrimPrefix(p.URL, "http://")
+	for _, line := range p.stderr.JSONLines() {
+		if line["msg"] == "smsgw listening" && line["addr"] == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // stop sends SIGTERM and requires a clean exit.
