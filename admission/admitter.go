@@ -158,6 +158,45 @@ func (a *Admitter) read(ctx context.Context, out otp.Admitted, parts *slots, cla
 	return out, nil
 }
 
+// AdmitRefused answers a send another region refused before its home was
+// asked (its own windows or the caller's pumping groups there). A keyed
+// send runs the composed call with the claim part only first: a replay or
+// a duplicate in flight is answered before the refusal, as when the claim
+// is the first part of the whole call (a retry's window is full of the
+// send it retries). Claimed, the refusal is the answer and the claim the
+// caller's to settle.
+func (s stores) AdmitRefused(ctx context.Context, adm otp.Admission, refused otp.Admitted) (otp.Admitted, error) {
+	if adm.Scope == "" {
+		return refused, nil
+	}
+	var parts slots
+	claim := &claimPart{}
+	claim.keys, claim.args = s.idempotency.ClaimCall(adm.Scope, adm.Ticket, adm.ClaimTTL)
+	parts.put(claim)
+	keys, args := layout(parts[:], false)
+	out := otp.Admitted{Claim: otp.Claimed}
+	v, err := s.scripts.Run(ctx, s.script, keys, args...).Result()
+	if err != nil {
+		return out, fmt.Errorf("admission: %w", err)
+	}
+	r, err := split(v, nScripts)
+	if err != nil {
+		return out, fmt.Errorf("admission: %w", err)
+	}
+	errs := r.read(parts[:])
+	if !claim.ran {
+		return out, fmt.Errorf("admission: unexpected claim reply %v", v)
+	}
+	if err := errs[claimScript.at]; err != nil {
+		return out, fmt.Errorf("admission: %w", err)
+	}
+	if claim.claim != otp.Claimed {
+		return otp.Admitted{Claim: claim.claim, Prior: claim.prior}, nil
+	}
+	refused.Claim = otp.Claimed
+	return refused, nil
+}
+
 // Remembered is a refusal of subjects the windows remember, answered
 // without Redis (otp.RefusalMemory): what Admit would answer.
 func (s stores) Remembered(subjects []otp.Subject) (otp.Decision, bool) {
