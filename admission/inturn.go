@@ -12,11 +12,12 @@ import (
 // the windows, the pumping guard, the code store. Like the script it stops
 // at the first refusal and takes back what the earlier parts counted, so a
 // refused send holds nothing but the claim it took (the caller settles
-// that). It is what several regions fall back to when a send is not for
-// one step (a keyed send refused here, a caller signal the region does not
-// know, a home out of reach while its country moves; a home out of reach
-// otherwise gets its composed call on the local Redis): the parts are the
-// deployment's, which find each subject's home themselves.
+// that). Several regions ask it for one case only: a caller signal the
+// region does not know (pumping.ErrSeveralCalls from HomeDecision), which
+// decide.lua's replies leave no room for today; moving it onto the
+// composed call needs pumping's ask-again step inside the home's call
+// (docs/regions.md). The parts are the deployment's, which find each
+// subject's home themselves.
 type InTurn struct {
 	Limiter     otp.Limiter
 	Pumping     otp.PumpingGuard

@@ -2,7 +2,6 @@ package region
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -120,37 +119,60 @@ func TestFallbackDuringAMove(t *testing.T) {
 	}
 }
 
-// A keyed send during a move whose previous home is out of reach is asked
-// in turn (the fallback); the claim its first try took in the new home is
-// its own, and it claims it again there.
-func TestKeyedSendDuringAMoveCutFromThePreviousHome(t *testing.T) {
+// A keyed send during a move with one of its homes out of reach is still
+// one composed call: the previous home cut, its windows are decided on the
+// fallback ledger once the new home admitted; the new home cut, its
+// composed call runs here over the fallback stores, the previous home's
+// windows at once. A second send, past the fallback allowance, holds
+// nothing in the home that answers; healed, the carry brings the cut home
+// its admission.
+func TestKeyedSendDuringAMoveCutFromAHome(t *testing.T) {
 	ctx := context.Background()
 	moving := NewHomes(2, "b", map[string]string{"GB": "b"}, map[string]string{"GB": "a"})
-	m := newMesh(t, 1, map[string]Homes{"a": moving, "b": moving, "c": moving})
-	c := admitterOf(t, m.regions["c"])
-	m.links["c->a"].Cut()
-	const raw = "+447400128301"
-	adm := admissionOf(t, raw, "GB", "192.0.2.220", 3, 1000)
-	adm.Scope, adm.ClaimTTL = otp.SendScope(raw, "signup-2"), time.Minute
-	if _, err := c.Admit(ctx, adm); !errors.Is(err, errAskedInTurn) {
-		t.Fatalf("Admit with the previous home cut: %v, want errAskedInTurn", err)
-	}
-	for _, tc := range []struct {
-		name, ticket string
-		want         otp.Claim
-	}{
-		{"the same request, in turn", adm.Ticket, otp.Claimed},
-		{"another request", ticket(), otp.ClaimBusy},
+	for _, tc := range []struct{ name, cut, reached string }{
+		{"the previous home cut", "c->a", "b"},
+		{"the new home cut", "c->b", "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, _, err := m.regions["c"].Idempotency().Claim(ctx, adm.Scope, tc.ticket, time.Minute); err != nil || got != tc.want {
-				t.Fatalf("Claim: %v, %v; want %v", got, err, tc.want)
+			m := newMesh(t, 1, map[string]Homes{"a": moving, "b": moving, "c": moving})
+			c := admitterOf(t, m.regions["c"])
+			m.links[tc.cut].Cut()
+			const raw = "+447400128301"
+			keyed := func(key, ip string) otp.Admission {
+				adm := admissionOf(t, raw, "GB", ip, 3, 1000)
+				adm.Scope, adm.ClaimTTL = otp.SendScope(raw, key), time.Minute
+				return adm
+			}
+			adm := keyed("signup-2", "192.0.2.220")
+			if got, err := c.Admit(ctx, adm); err != nil || !admitted(got) {
+				t.Fatalf("Admit with %s cut: %+v, %v; want admitted", tc.cut, got, err)
+			}
+			if n := m.regions["c"].Fallbacks(); n != 1 {
+				t.Fatalf("%d fallback admissions, want 1", n)
+			}
+			if got, _, err := m.regions["c"].Idempotency().Claim(ctx, adm.Scope, ticket(), time.Minute); err != nil || got != otp.ClaimBusy {
+				t.Fatalf("another request's claim: %v, %v; want ClaimBusy", got, err)
+			}
+			if _, ok, err := m.regions["c"].Codes().Pending(ctx, raw); err != nil || !ok {
+				t.Fatalf("no code pending (%v)", err)
+			}
+			got, err := c.Admit(ctx, keyed("signup-3", "192.0.2.221"))
+			if err != nil || got.Claim != otp.Claimed || !got.Limited || got.Decision.Allowed {
+				t.Fatalf("a second send past F: %+v, %v; want refused", got, err)
+			}
+			ws, err := m.regions[tc.reached].local.Limiter.Status(ctx, adm.Subjects[:1])
+			if err != nil || ws[0].Used != 1 {
+				t.Fatalf("home %s's window: %+v, %v; want the first send only", tc.reached, ws, err)
+			}
+			m.links[tc.cut].Heal()
+			m.carryAll(t)
+			for _, home := range []string{"a", "b"} {
+				ws, err := m.regions[home].local.Limiter.Status(ctx, adm.Subjects[:1])
+				if err != nil || ws[0].Used != 1 {
+					t.Fatalf("home %s's window once healed: %+v, %v; want the admitted send", home, ws, err)
+				}
 			}
 		})
-	}
-	ws, err := m.regions["b"].local.Limiter.Status(ctx, adm.Subjects[:1])
-	if err != nil || ws[0].Used != 0 {
-		t.Fatalf("the new home's window: %+v, %v; want the first try taken back", ws, err)
 	}
 }
 

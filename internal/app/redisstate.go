@@ -73,16 +73,17 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// reservation and code are one script call; on Cluster its keys span
 	// slots: one composed script per slot, the slots in parallel. Across
 	// regions, a send to a number homed in another region is one script
-	// call there (one per slot, at once, on a Cluster), with the previous
-	// home's windows at the same time while its country moves; a home out
-	// of reach gets the same call here, over the fallback stores; an
-	// unknown caller signal, a keyed send refused here and a home out of
-	// reach during a move are asked in turn (admission.InTurn, over the
-	// deployment's parts).
-	var admitter otp.SendAdmitter = admission.New(scripts, limiter, guard, codeStore, idempotencyStore)
+	// call there (one per slot, at once, on a Cluster), with the other
+	// homes' windows at the same time while its country moves; a home out
+	// of reach gets the same call here, over the fallback stores; a keyed
+	// send refused here claims there alone. Only a caller signal this
+	// region does not know (not reached today) is asked in turn
+	// (admission.InTurn, over the deployment's parts).
+	var local region.LocalAdmitter = admission.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
-		admitter = admission.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
+		local = admission.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
 	}
+	var admitter otp.SendAdmitter = local
 	if dep != nil {
 		composed := func(h homeParts) region.HomeAdmitter {
 			if h.cluster {
@@ -97,7 +98,7 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 		here := composed(homeParts{name: cfg.Region.Name, scripts: scripts, limiter: limiter, codes: fallback.codes,
 			idempotency: fallback.idempotency, cluster: onCluster})
 		inTurn := admission.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
-		admitter = dep.Admitter(guard, admitter, byName, here, inTurn)
+		admitter = dep.Admitter(guard, local, byName, here, inTurn)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	return redisState{limits: limits, codes: codes, idempotency: idempotency, guard: guard, admitter: admitter}, nil
