@@ -66,9 +66,10 @@ func (g *Guard) Decision(ctx context.Context, phone otp.Phone, ip netip.Addr, by
 // caller's networks, the spend ceiling) are decided here now, and Keys and
 // Args are the destination group's call, to run in the home region inside
 // its composed script. The call carries the caller's signal this region's
-// reply just gave, so the home never asks again. It fails with
-// ErrSeveralCalls when the signal is unknown (no network rule applies and
-// none is remembered): Reserve asks the home again when needed.
+// reply just gave, so the home never asks again; a signal still unknown
+// after that (the caller's networks' call told none) goes as "0", no
+// sign, which is what Reserve tells the home when it asks again. It never
+// returns ErrSeveralCalls: every send homed elsewhere is one call there.
 func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr, bypass bool) (Decision, error) {
 	d := Decision{g: g, phone: phone, mode: g.mode(bypass), read: new(bool)}
 	var here []group
@@ -102,8 +103,9 @@ func (g *Guard) HomeDecision(ctx context.Context, phone otp.Phone, ip netip.Addr
 		return d, nil
 	}
 	if signal == "?" {
-		d.Abandon(ctx)
-		return Decision{}, ErrSeveralCalls
+		// "?" would let the home answer "ask again", which ends its
+		// composed script (DecideStops); Reserve asks again with this.
+		signal = signalArg(-1)
 	}
 	d.Keys = d.grp.keys()
 	d.Args = g.decideArgs(ctx, d.grp, phone, netid, d.mode, signal).argv()
