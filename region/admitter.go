@@ -41,8 +41,7 @@ type HomeAdmitter interface {
 // fallback allowed, gets the same composed call run here instead
 // (fallback): the same parts over the fallback ledger's windows and the
 // fallback stores; a previous home out of reach gets its windows decided
-// on that ledger. Only a caller signal this region does not know goes to
-// inTurn, the parts asked one by one (see decide).
+// on that ledger.
 type admitter struct {
 	d     *Deployment
 	guard *pumping.Guard
@@ -53,7 +52,6 @@ type admitter struct {
 	// code and idempotency stores (Options.FallbackCodes,
 	// FallbackIdempotency). Nil: a home out of reach fails closed.
 	fallback HomeAdmitter
-	inTurn   otp.SendAdmitter
 }
 
 // LocalAdmitter admits a send whose parts all live here in one composed
@@ -63,21 +61,14 @@ type LocalAdmitter interface {
 	undoer
 }
 
-// errInTurn says a send is not for one step: Admit hands it to inTurn,
-// holding nothing.
-var errInTurn = errors.New("region: admit in turn")
-
 var _ otp.SendAdmitter = admitter{}
 
 // Admitter is the deployment's otp.SendAdmitter. local admits a send whose
 // parts all live here; homes holds, by region name, the admitter of each
 // other region; fallback is the same composed call on this region's Redis
-// over the fallback stores (nil: fail closed); inTurn admits a send whose
-// caller signal this region does not know, over the deployment's parts
-// (admission.InTurn).
-func (d *Deployment) Admitter(guard *pumping.Guard, local LocalAdmitter, homes map[string]HomeAdmitter, fallback HomeAdmitter,
-	inTurn otp.SendAdmitter) otp.SendAdmitter {
-	return admitter{d: d, guard: guard, local: local, homes: homes, fallback: fallback, inTurn: inTurn}
+// over the fallback stores (nil: fail closed).
+func (d *Deployment) Admitter(guard *pumping.Guard, local LocalAdmitter, homes map[string]HomeAdmitter, fallback HomeAdmitter) otp.SendAdmitter {
+	return admitter{d: d, guard: guard, local: local, homes: homes, fallback: fallback}
 }
 
 // route finds where the send's parts live. local are the windows kept
@@ -109,16 +100,9 @@ type undoer interface {
 	Undo(ctx context.Context, adm otp.Admission, got otp.Admitted) error
 }
 
-// Admit admits a send in one step where its parts allow, else in turn.
+// Admit admits a send: one composed call at the number's home (see
+// admitter).
 func (a admitter) Admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
-	got, err := a.admit(ctx, adm)
-	if errors.Is(err, errInTurn) {
-		return a.inTurn.Admit(ctx, adm)
-	}
-	return got, err
-}
-
-func (a admitter) admit(ctx context.Context, adm otp.Admission) (otp.Admitted, error) {
 	out := otp.Admitted{Claim: otp.Claimed}
 	local, home, others := a.route(adm)
 	if home.store == nil {
@@ -226,10 +210,7 @@ func (a admitter) claimRefused(ctx context.Context, adm otp.Admission, home *Sto
 // (pumping.Guard.HomeDecision: the caller's groups decided here). With
 // done the send ends here, its local reservation released: refused by the
 // caller's groups (a keyed send once claimed, so that its replay is
-// answered first), or handed to inTurn when the caller's signal is
-// unknown (pumping.ErrSeveralCalls; HomeDecision returns it only when a
-// network rule that is a sign ran here and told no signal, which
-// decide.lua always tells: not reached today, see docs/regions.md).
+// answered first).
 func (a admitter) decide(ctx context.Context, adm otp.Admission, release func(),
 	claim func(otp.Admitted) (otp.Admitted, error)) (d pumping.Decision, out otp.Admitted, done bool, err error) {
 	out = otp.Admitted{Claim: otp.Claimed}
@@ -238,9 +219,6 @@ func (a admitter) decide(ctx context.Context, adm otp.Admission, release func(),
 	}
 	if d, err = a.guard.HomeDecision(ctx, adm.Phone, adm.ClientIP, adm.Bypass); err != nil {
 		release()
-		if errors.Is(err, pumping.ErrSeveralCalls) {
-			return d, out, true, errInTurn
-		}
 		return d, out, true, err
 	}
 	if d.RefusedHere() {

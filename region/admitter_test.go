@@ -2,7 +2,6 @@ package region
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -63,17 +62,7 @@ func admitterConfig(t *testing.T, d *Deployment, edit func(*pumping.Config)) otp
 	}
 	fallback := composed(&Store{Name: d.local.Name, Redis: d.local.Redis, Scripts: d.local.Scripts, Limiter: d.local.Limiter,
 		Codes: d.o.FallbackCodes, Idempotency: d.o.FallbackIdempotency})
-	return d.Admitter(guard, composed(d.local), homes, fallback, askedInTurn{})
-}
-
-// errAskedInTurn is what the tests' in-turn admitter answers, so a test
-// sees that a send was handed to it.
-var errAskedInTurn = errors.New("asked in turn")
-
-type askedInTurn struct{}
-
-func (askedInTurn) Admit(context.Context, otp.Admission) (otp.Admitted, error) {
-	return otp.Admitted{Claim: otp.Claimed}, errAskedInTurn
+	return d.Admitter(guard, composed(d.local), homes, fallback)
 }
 
 // admissionOf is a send to a number from ip, its number's window of

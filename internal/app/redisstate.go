@@ -76,9 +76,7 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 	// call there (one per slot, at once, on a Cluster), with the other
 	// homes' windows at the same time while its country moves; a home out
 	// of reach gets the same call here, over the fallback stores; a keyed
-	// send refused here claims there alone. Only a caller signal this
-	// region does not know (not reached today) is asked in turn
-	// (admission.InTurn, over the deployment's parts).
+	// send refused here claims there alone.
 	var local region.LocalAdmitter = admission.New(scripts, limiter, guard, codeStore, idempotencyStore)
 	if onCluster {
 		local = admission.NewCluster(scripts, limiter, guard, codeStore, idempotencyStore, log)
@@ -97,8 +95,7 @@ func (a *App) redisState(cfg *Config, rdb redis.UniversalClient, log *slog.Logge
 		}
 		here := composed(homeParts{name: cfg.Region.Name, scripts: scripts, limiter: limiter, codes: fallback.codes,
 			idempotency: fallback.idempotency, cluster: onCluster})
-		inTurn := admission.InTurn{Limiter: limits, Pumping: guard, Codes: codes, Idempotency: idempotency}
-		admitter = dep.Admitter(guard, local, byName, here, inTurn)
+		admitter = dep.Admitter(guard, local, byName, here)
 	}
 	a.loops = append(a.loops, loop{"pumping guard", guard.Run})
 	return redisState{limits: limits, codes: codes, idempotency: idempotency, guard: guard, admitter: admitter}, nil
