@@ -558,6 +558,8 @@ local function decideUnsigned(sb, st, floor)
   if (recu or recf) and not again then add = 0 end
   local u, budget = math.max(led.S - led.A, 0), earned(lfloor, led)
   local bh = lfloor + ratio * led.hour
+  -- An operator's travellers keep their average hour's room too.
+  if hourOnly then bh = lfloor + math.max(ratio * led.hour, math.ceil(ratio * led.A / nb)) end
   local over = u + add > budget and not hourOnly
   -- An operator's own ledger has the short horizon once it learned a day.
   local short = string.sub(sb.p2, 2, 2) ~= 'o' or st.abroad or led.pk > 0

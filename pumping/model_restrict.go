@@ -174,6 +174,9 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 	budget := led.budget(lfloor, d.a.ratio, d.a.hourFactor)
 	// The short horizon (hourBudget): a surge nobody verifies counts at once.
 	bh := led.hourBudget(lfloor, d.a.ratio)
+	if hourOnly {
+		bh = led.travellersBudget(lfloor, d.a.ratio, d.c.nb)
+	}
 	over := u+add > budget && !hourOnly
 	// An operator's own ledger has the short horizon once it has learned
 	// a day (pk): before, a deployment's first day, approvals trail the

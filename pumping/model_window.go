@@ -86,6 +86,20 @@ func (l *ledger) budget(floor, ratio, hourFactor float64) float64 {
 // so a surge nobody verifies counts at once.
 func (l *ledger) hourBudget(floor, ratio float64) float64 { return floor + ratio*l.hour }
 
+// travellersBudget is the hour's budget of an operator's ledger of
+// networks known abroad, which keeps no window's: its floor plus the
+// approvals of the last hour or, when more, of its average hour over the
+// window rounded up,
+//
+//	floor + max(ratio * approvals in the last hour, ceil(ratio * A / nb))
+//
+// so an operator whose travellers verify through the day keeps room for
+// one who does not: with the floor alone (1), one traveller who did not
+// verify refused every other traveller to that operator for the hour.
+func (l *ledger) travellersBudget(floor, ratio float64, nb int64) float64 {
+	return floor + math.Max(ratio*l.hour, math.Ceil(ratio*l.A/float64(nb)))
+}
+
 // signBudget is what keeps a network level's sign of a real user (good,
 // callerSignal): its texts to a country unverified over the window at most
 // its approvals + 1.
