@@ -256,7 +256,7 @@ func restricts(rule string) bool { return rule == RuleCountry || rule == RuleOpe
 
 // restrictionFields are the fields restriction reads.
 var restrictionFields = []string{fieldRestrictedSince, fieldRestrictedUntil, fieldTripUsed, fieldTripBudget,
-	fieldTripHour, fieldRefused, fieldServedReturning, fieldServedNetwork, fieldServedChallenge}
+	fieldTripHour, fieldTripWindow, fieldRefused, fieldServedReturning, fieldServedNetwork, fieldServedChallenge}
 
 // restriction reads a country's (or an operator's) restricted state from
 // its hash (see decide.lua): nil when it is not restricted now.

@@ -120,7 +120,7 @@ local function fields(...)
   return f
 end
 local learned = fields(F.peak, F.peakDay)
-local readFields = {r = learned, n = fields(F.peak, F.peakDay, F.probed), c = fields(F.peak, F.peakDay, F.restrictedUntil), m = base}
+local readFields = {r = learned, n = fields(F.peak, F.peakDay, F.probed), c = fields(F.peak, F.peakDay, F.restrictedUntil, F.restrictedSince, F.tripWindow), m = base}
 readFields.N = readFields.n
 
 -- bucketField says whether a field is one bucket's count.
@@ -191,10 +191,16 @@ end
 local function load(key, learn, kind)
   local fl = base
   if learn then fl = readFields[kind] or learned end
-  local b, S, A, acur, aprev, scur, sprev, x, pk, pd, extra = unpack(redis.call('HMGET', key, unpack(fl)))
+  local b, S, A, acur, aprev, scur, sprev, x, pk, pd, extra, rs, rw = unpack(redis.call('HMGET', key, unpack(fl)))
   local st = {key = key, S = tonumber(S) or 0, A = tonumber(A) or 0, pk = tonumber(pk) or 0,
     scur = tonumber(scur) or 0, sprev = tonumber(sprev) or 0, x = tonumber(x), new = b == false}
-  if kind == 'c' then st.rx = tonumber(extra) elseif fl == readFields.n then st.pr = tonumber(extra) end
+  if kind == 'c' then
+    st.rx = tonumber(extra)
+    -- The window's budget its last trip holds for a window (earned).
+    if rw and rs and now - tonumber(rs) < window then st.held = tonumber(rw) end
+  elseif fl == readFields.n then
+    st.pr = tonumber(extra)
+  end
   slide(st, tonumber(b))
   if learn and tonumber(pd) ~= day and not st.new then relearn(st) end
   st.hour = (tonumber(acur) or 0) + (tonumber(aprev) or 0) * (1 - frac)
@@ -245,9 +251,11 @@ end
 
 -- earned is a subject's budget: its floor, and ratio times the most of
 -- its approvals over the window, over the last hour (times hour_factor)
--- and its learned baseline.
+-- and its learned baseline; and at least the window's budget its last
+-- trip held (held, for a window from the trip: its refusals stop the
+-- approvals that earned it).
 local function earned(floor, st)
-  return floor + ratio * math.max(st.A, hourf * st.hour, st.pk)
+  return math.max(floor + ratio * math.max(st.A, hourf * st.hour, st.pk), st.held or 0)
 end
 
 -- restrictedNow says whether a country's (or a ledger's) restriction runs.
@@ -495,13 +503,13 @@ end
 -- trip restricts a ledger (a country's own, or its ledger of networks
 -- known abroad) from now, with why when it was not restricted already.
 -- The refusals that led to the trip are the restriction's.
-local function trip(led, lrestricted, used, budget, hourOnly)
+local function trip(led, lrestricted, used, budget, hourOnly, wbudget)
   local f = {F.restrictedUntil, now + restrict}
   if not lrestricted then
     local nq = 0
     if led.oq then nq = led.oq - 1 end
     f = {F.restrictedUntil, now + restrict, F.restrictedSince, now, F.tripUsed, math.floor(used),
-      F.tripBudget, math.floor(budget), F.tripHour, hourOnly and 1 or 0, F.refused, nq,
+      F.tripBudget, math.floor(budget), F.tripHour, hourOnly and 1 or 0, F.tripWindow, math.floor(wbudget), F.refused, nq,
       F.servedReturning, 0, F.servedNetwork, 0, F.servedChallenge, 0}
   end
   led.trip = f
@@ -519,12 +527,12 @@ end
 -- are more than its floor and twice the travellers' approvals of an
 -- average hour. Real travellers alone let it lapse (each of them renewing
 -- it, it would never end).
-local function restrictLedger(st, led, lfloor, over, overh, u, budget, add)
+local function restrictLedger(st, led, lfloor, over, overh, u, budget, add, wbudget)
   local lrestricted = restrictedNow(led)
   local tripped = over or overh
   if tripped and st.abroad and not lrestricted then tripped = refusedInHour(led) >= 3 end
   if tripped then
-    trip(led, lrestricted, u + add, budget, overh and not over)
+    trip(led, lrestricted, u + add, budget, overh and not over, wbudget)
     return true
   elseif st.abroad and lrestricted and add == 1 then
     if refusedInHour(led) > lfloor + ratio * 2 * led.A / nb then
@@ -557,6 +565,7 @@ local function decideUnsigned(sb, st, floor)
   local add = 1
   if (recu or recf) and not again then add = 0 end
   local u, budget = math.max(led.S - led.A, 0), earned(lfloor, led)
+  local wbudget = budget
   local bh = lfloor + ratio * led.hour
   -- An operator's travellers keep their average hour's room too.
   if hourOnly then bh = lfloor + math.max(ratio * led.hour, math.ceil(ratio * led.A / nb)) end
@@ -565,7 +574,7 @@ local function decideUnsigned(sb, st, floor)
   local short = string.sub(sb.p2, 2, 2) ~= 'o' or st.abroad or led.pk > 0
   local overh = short and led.uh + add > bh
   if (overh and not over) or hourOnly then u, budget = led.uh, bh end
-  local lrestricted = restrictLedger(st, led, lfloor, over, overh, u, budget, add)
+  local lrestricted = restrictLedger(st, led, lfloor, over, overh, u, budget, add, wbudget)
   st.refuse = (over or overh or ((restricted or lrestricted) and add == 1)) and mode ~= 2
   st.add = add
   if st.refuse and mode ~= 1 then

@@ -34,6 +34,7 @@ const (
 	fieldTripUsed           = "ru" // the unverified texts that tripped it
 	fieldTripBudget         = "rb" // the budget they went over
 	fieldTripHour           = "rh" // 1: the last hour's budget, not the window's
+	fieldTripWindow         = "rw" // the window's budget at the trip, held for a window
 	fieldRefused            = "nq" // sends refused while restricted
 	fieldServedReturning    = "nr" // signed sends served: by a returning number,
 	fieldServedNetwork      = "nn" // an approving caller network,
@@ -61,6 +62,7 @@ var hashFields = []struct{ lua, field string }{
 	{"peak", fieldPeak}, {"peakDay", fieldPeakDay}, {"expires", fieldExpires}, {"probed", fieldProbed},
 	{"restrictedUntil", fieldRestrictedUntil}, {"restrictedSince", fieldRestrictedSince},
 	{"tripUsed", fieldTripUsed}, {"tripBudget", fieldTripBudget}, {"tripHour", fieldTripHour},
+	{"tripWindow", fieldTripWindow},
 	{"refused", fieldRefused}, {"servedReturning", fieldServedReturning},
 	{"servedNetwork", fieldServedNetwork}, {"servedChallenge", fieldServedChallenge},
 	{"abroadRefused", fieldAbroadRefused}, {"abroadRefusedSince", fieldAbroadRefusedSince},

@@ -172,6 +172,7 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 	add := st.add
 	u := led.unverified()
 	budget := led.budget(lfloor, d.a.ratio, d.a.hourFactor)
+	wbudget := budget
 	// The short horizon (hourBudget): a surge nobody verifies counts at once.
 	bh := led.hourBudget(lfloor, d.a.ratio)
 	if hourOnly {
@@ -207,7 +208,7 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 				rh = 1
 			}
 			f = []any{fieldRestrictedUntil, now + restrictFor, fieldRestrictedSince, now, fieldTripUsed, math.Floor(u + add), fieldTripBudget, math.Floor(budget),
-				fieldTripHour, rh, fieldRefused, nq, fieldServedReturning, 0.0, fieldServedNetwork, 0.0, fieldServedChallenge, 0.0}
+				fieldTripHour, rh, fieldTripWindow, math.Floor(wbudget), fieldRefused, nq, fieldServedReturning, 0.0, fieldServedNetwork, 0.0, fieldServedChallenge, 0.0}
 		}
 		led.trip = f
 		led.rx, led.hasRx = now+restrictFor, true

@@ -46,6 +46,7 @@ func dField(x int64) string { return fieldApprovedOn + strconv.FormatInt(x, 10) 
 //	x        when the key expires, as the scripts last set it
 //	pr       a network's first refusal or last probe (see decide)
 //	rx       a restricted subject's end of restriction (see decide)
+//	rs, rw   when its last restriction began, and the window's budget then
 type ledger struct {
 	key                    string
 	S, A, pk               float64
@@ -56,7 +57,8 @@ type ledger struct {
 	x                      float64
 	hasX, isNew            bool
 	rx, pr                 float64
-	restrictable, probable bool // rx, pr were read (and set: hasRx, hasPr)
+	held                   float64 // the window's budget a trip holds (rw), 0 when none
+	restrictable, probable bool    // rx, pr were read (and set: hasRx, hasPr)
 	hasRx, hasPr           bool
 	// A restricted subject's writes of this send besides its counts: its
 	// restriction tripped or renewed (trip), its refusals in the hour
@@ -74,8 +76,14 @@ func (l *ledger) unverified() float64 { return math.Max(l.S-l.A, 0) }
 // so a subject whose codes are approved earns room in proportion, a quiet
 // one keeps its cold-start floor, and one with weeks of history keeps its
 // learned room through a slow hour.
+//
+// A restricted subject keeps, for a window from its trip, at least the
+// window's budget it had then (held): its refusals stop the approvals that
+// earned it, and the hour's term, falling, would otherwise keep it
+// restricted until the attack's texts leave the window (a launch day's
+// country, whose room is mostly the hour's, refused its new users all day).
 func (l *ledger) budget(floor, ratio, hourFactor float64) float64 {
-	return floor + ratio*max(l.A, hourFactor*l.hour, l.pk)
+	return max(floor+ratio*max(l.A, hourFactor*l.hour, l.pk), l.held)
 }
 
 // hourBudget is the short horizon of a restricted subject's budget: its
@@ -126,6 +134,10 @@ func (c modelClock) load(tx *modelTx, key string, learn bool, kind string) *ledg
 		case "c":
 			l.restrictable = true
 			l.rx, l.hasRx = h(fieldRestrictedUntil)
+			rs, hasRs := h(fieldRestrictedSince)
+			if rw, ok := h(fieldTripWindow); ok && hasRs && float64(c.now)-rs < float64(c.window) {
+				l.held = rw
+			}
 		case "n", "N":
 			l.probable = true
 			l.pr, l.hasPr = h(fieldProbed)
