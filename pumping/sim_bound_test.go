@@ -104,6 +104,9 @@ func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, 
 		if b := l.budget(floor, ratio, hf); b >= sbd.budget {
 			sbd.budget = b
 			sbd.formula = fmt.Sprintf("%g + %g × max(%g, %g × %.1f, %g)", floor, ratio, l.A, hf, l.hour, l.pk)
+			if l.held > 0 && l.held >= b {
+				sbd.formula = fmt.Sprintf("%g held from a trip", l.held)
+			}
 		}
 		h := sbd.hours[c.cur]
 		if h == nil {
@@ -125,7 +128,7 @@ func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, 
 			sbd.fhours = map[int64]float64{}
 		}
 		sbd.fbudget -= sbd.fhours[c.cur]
-		sbd.fhours[c.cur] = max(sbd.fhours[c.cur], l.hourBudget(ffloor, ratio))
+		sbd.fhours[c.cur] = max(sbd.fhours[c.cur], l.travellersBudget(ffloor, ratio, c.nb))
 		sbd.fbudget += sbd.fhours[c.cur]
 	case signal == 1:
 		t.signed++
