@@ -122,17 +122,18 @@ func BenchmarkWrk(b *testing.B) {
 	scenarios = append(scenarios, []scenario{
 		{name: "baseline-429", url: baseURL, path: "/refuse", mode: "hot", check: allOK(429)},
 		{name: "floor-429-row", url: baseURL, path: "/refuse-audited", mode: "hot", check: allOK(429)},
-		{name: "refused", url: smsgwURL, path: "/v1/otp/send", mode: "hot", base: "baseline-429", floor: "floor-429-row", check: func(codes map[int]int) string {
-			total := 0
-			for _, n := range codes {
-				total += n
-			}
-			if codes[202] > 1 || codes[429] != total-codes[202] {
-				return fmt.Sprintf("codes %v, want one 202 at most and 429 for the rest", codes)
-			}
-			return ""
-		}},
+		{name: "refused", url: smsgwURL, path: "/v1/otp/send", mode: "hot", base: "baseline-429", floor: "floor-429-row", check: refusedCodes},
 	}...)
+	if before != "" {
+		scenarios = append(scenarios, scenario{name: "refused-before", url: beforeURL, path: "/v1/otp/send", mode: "hot",
+			base: "baseline-429", floor: "floor-429-row", check: refusedCodes})
+	}
+	// SMSGW_BENCH_SCENARIOS runs only the scenarios it names (comma
+	// separated), e.g. "baseline-429,refused,refused-before" for the
+	// refused path alone; a scenario's base and floor run with it.
+	if only := os.Getenv("SMSGW_BENCH_SCENARIOS"); only != "" {
+		scenarios = pickScenarios(b, scenarios, strings.Split(only, ","))
+	}
 
 	ratios := map[string][]float64{}
 	floors := map[string][]float64{}
@@ -202,6 +203,46 @@ func BenchmarkWrk(b *testing.B) {
 		}
 		b.Logf("%-15s %s", sc.name, strings.Join(parts, ", "))
 	}
+}
+
+// refusedCodes checks a refused scenario: its hot pair's first send may be
+// admitted, every other answer is a 429.
+func refusedCodes(codes map[int]int) string {
+	total := 0
+	for _, n := range codes {
+		total += n
+	}
+	if codes[202] > 1 || codes[429] != total-codes[202] {
+		return fmt.Sprintf("codes %v, want one 202 at most and 429 for the rest", codes)
+	}
+	return ""
+}
+
+// pickScenarios keeps the named scenarios, their bases and floors, and
+// the scenarios whose texts they verify, in their order.
+func pickScenarios(b *testing.B, all []scenario, names []string) []scenario {
+	b.Helper()
+	keep := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(sc scenario) bool { return sc.name == n })
+		if i < 0 {
+			b.Fatalf("SMSGW_BENCH_SCENARIOS: no scenario %q", n)
+		}
+		keep[n] = true
+		for _, dep := range []string{all[i].base, all[i].floor, all[i].codesOf} {
+			if dep != "" {
+				keep[dep] = true
+			}
+		}
+	}
+	var out []scenario
+	for _, sc := range all {
+		if keep[sc.name] {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // processGroups names the processes cpuNow counts, by their command name.
