@@ -119,8 +119,7 @@ func plainJSON(s string) bool {
 // own errors (unknown route, wrong method) get codes too; anything unknown is
 // internal and its cause stays in the log.
 func asClientError(err error) *otp.Error {
-	var e *otp.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*otp.Error](err); ok {
 		if e.Code == otp.EInternal || e.Message == "" {
 			return &otp.Error{Code: e.Code, Message: "internal error", Err: e}
 		}
