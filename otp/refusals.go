@@ -3,6 +3,7 @@ package otp
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // The client errors the flows answer with, built in one place so their
@@ -35,6 +36,32 @@ func RateLimitedError(dec Decision) *Error {
 		},
 		RetryAfter: dec.RetryAfterSeconds(),
 	}
+}
+
+// heldError is the refusal of a remembered decision, built once for each
+// tightest window and wait in whole seconds (what RateLimitedError makes
+// of a decision): a flood on one held subject is answered the same error,
+// a message and a map each, for a second. Every caller gets the same
+// *Error, which nobody changes.
+type heldError struct {
+	scope, name string
+	rule        Rule
+	retry       int64
+	err         *Error
+}
+
+var lastHeldError atomic.Pointer[heldError]
+
+// rateLimitedHeld is RateLimitedError(dec), shared with the other requests
+// refused by the same window in the same second.
+func rateLimitedHeld(dec Decision) *Error {
+	w, retry := dec.Tightest, dec.RetryAfterSeconds()
+	if h := lastHeldError.Load(); h != nil && h.retry == retry && h.rule == w.Rule && h.scope == w.Scope && h.name == w.Name {
+		return h.err
+	}
+	err := RateLimitedError(dec)
+	lastHeldError.Store(&heldError{scope: w.Scope, name: w.Name, rule: w.Rule, retry: retry, err: err})
+	return err
 }
 
 func providerError(err error) *Error {

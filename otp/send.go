@@ -131,6 +131,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (res SendResult, er
 			s.settle(ctx, claimed, req.Ticket, res, err)
 		}
 	}()
+	if done, err := s.held(ctx, req, phone, &gate, &res, &claimed); done {
+		return res, err
+	}
 	// From here the request may hold quota: give it back if nothing is
 	// texted. Once a text may go out, the flow finishes even if the client
 	// leaves.

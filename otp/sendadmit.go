@@ -36,33 +36,44 @@ func (s *Service) claimAlone(ctx context.Context, scope, ticket string, res *Sen
 	return false, nil
 }
 
-// admit asks the Admitter for everything in one step, after the memory of
-// held subjects (which costs no Redis call). A held send with an
-// Idempotency-Key still answers its replay first: it claims on its own. On
-// a refusal or an error it fills res and holds nothing (claimed, the
-// idempotency scope it took, excepted: Send settles it); on a replay it
-// sets res.Replayed.
-func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
-	res *SendResult, claimed *string) (admitted, error) {
+// held answers a send from the memory of held subjects, which costs no
+// Redis call: the pumping guard's holds, then the Admitter's remembered
+// refusals. A held send with an Idempotency-Key still answers its replay
+// first: it claims on its own. done says it was answered (res filled, err
+// its error; on a replay res.Replayed); else admit asks the Admitter.
+// Send asks before it makes the context a text is sent under, which a
+// refusal from memory never needs.
+func (s *Service) held(ctx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+	res *SendResult, claimed *string) (done bool, err error) {
 	scope := idempotencyScope(phone, req)
 	if err := gate.held(ctx, phone); err != nil {
 		if scope != "" {
 			if replayed, cerr := s.claimAlone(ctx, scope, req.Ticket, res, claimed); replayed || cerr != nil {
-				return admitted{}, cerr
+				return true, cerr
 			}
 		}
 		res.Reason, res.Refusal = gate.refusal, gate.rule
-		return admitted{}, err
+		return true, err
 	}
-	subjects := s.requestSubjects(phone, req)
 	if m, ok := s.Admitter.(RefusalMemory); ok && scope == "" {
 		// The Admitter would answer the same from the same memory, after
 		// the code it did not need. (With a scope it claims first.)
-		if d, held := m.Remembered(subjects); held {
+		if d, held := m.Remembered(s.requestSubjects(phone, req)); held {
 			res.Decision, res.Limited, res.Reason = d, true, d.Reason()
-			return admitted{}, RateLimitedError(d)
+			return true, rateLimitedHeld(d)
 		}
 	}
+	return false, nil
+}
+
+// admit asks the Admitter for everything in one step, once held found no
+// answer in memory. On a refusal or an error it fills res and holds nothing
+// (claimed, the idempotency scope it took, excepted: Send settles it); on a
+// replay it sets res.Replayed.
+func (s *Service) admit(ctx, sendCtx context.Context, req SendRequest, phone Phone, gate *pumpingGate,
+	res *SendResult, claimed *string) (admitted, error) {
+	scope := idempotencyScope(phone, req)
+	subjects := s.requestSubjects(phone, req)
 	code, fresh, err := s.newCode(phone.E164)
 	if err != nil {
 		return admitted{}, err
