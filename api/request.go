@@ -37,20 +37,30 @@ func readRequest(c echo.Context, ev *otp.AuditEvent, req interface{ validate() e
 // be JSON, the body at most maxBody bytes, a single object of known fields
 // with the right types and nothing after it.
 func decodeJSON(r *http.Request, dst any) error {
-	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+	body, err := readJSON(r)
+	if err != nil {
 		return err
 	}
+	return decodeBody(body, dst)
+}
+
+// readJSON is the reading half of decodeJSON: the media type must be JSON,
+// the body at most maxBody bytes.
+func readJSON(r *http.Request) ([]byte, error) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
 	if r.ContentLength > maxBody {
-		return otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
+		return nil, otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
 	}
 	body, err := readBody(r)
 	if err != nil {
-		return &otp.Error{Code: otp.EInvalidRequest, Message: "could not read the request body", Err: err}
+		return nil, &otp.Error{Code: otp.EInvalidRequest, Message: "could not read the request body", Err: err}
 	}
 	if len(body) > maxBody {
-		return otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
+		return nil, otp.Errorf(otp.ERequestTooLarge, "request body is larger than %d bytes", maxBody)
 	}
-	return decodeBody(body, dst)
+	return body, nil
 }
 
 // readBody reads at most maxBody+1 bytes of the body: into a slice of its

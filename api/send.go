@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -65,13 +66,19 @@ func (s *Server) handleSend(c echo.Context) error {
 	ev := requestEvent(c, otp.KindSend)
 	ticket := ev.ID
 
-	var req sendRequest
+	var (
+		req  sendRequest
+		body []byte
+		held bool // req is a refused body's, decoded before
+	)
 	key, err := idempotencyKey(c.Request().Header)
 	if err == nil {
-		err = readRequest(c, &ev, &req, &req.ClientIP)
+		body, err = readJSON(c.Request())
 	}
 	if err == nil {
-		err = limitKeysAllowed(c, req.LimitKeys)
+		if req, held = s.heldRequests.lookup(body); !held {
+			err = decodeSend(c, body, &ev, &req)
+		}
 	}
 	if err := s.refuseMalformed(ev, err); err != nil {
 		return err
@@ -101,10 +108,17 @@ func (s *Server) handleSend(c echo.Context) error {
 	}); rerr != nil {
 		return rerr
 	}
+	if err != nil && otp.ErrorCode(err) == otp.ERateLimited && !held && s.heldRequests.cacheable(body, &req) {
+		s.heldRequests.keep(body, req)
+	}
 	switch {
 	case res.Refusal != nil:
 		// The rule that refused, not the windows it never reached.
 		setRuleHeaders(c.Response().Header(), *res.Refusal, time.Now())
+	case res.Limited && !res.Decision.Allowed && err != nil && otp.ErrorCode(err) == otp.ERateLimited:
+		// The limiter's refusal: its answer (what answerError would write
+		// for RateLimitedError(res.Decision)) built once per wait.
+		return s.answerHeld(c, s.heldAnswers.answer(res.Decision))
 	case res.Limited:
 		setLimitHeaders(c.Response().Header(), res.Decision)
 	}
@@ -119,6 +133,35 @@ func (s *Server) handleSend(c echo.Context) error {
 		ID: res.RequestID, VerificationID: res.VerificationID, Phone: res.Phone.E164, Status: "pending",
 		ExpiresIn: ceilSeconds(res.ExpiresIn),
 	})
+}
+
+// decodeSend decodes and checks a send's body as readRequest does, then
+// checks its limit_keys against the caller's key.
+func decodeSend(c echo.Context, body []byte, ev *otp.AuditEvent, req *sendRequest) error {
+	if err := decodeBody(body, req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	var err error
+	if ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP); err != nil {
+		return err
+	}
+	return limitKeysAllowed(c, req.LimitKeys)
+}
+
+// answerHeld writes a limiter refusal's answer as answerError writes its
+// error: the same headers, status and body.
+func (s *Server) answerHeld(c echo.Context, a *heldAnswer) error {
+	a.setHeaders(c.Response().Header())
+	if ctx := c.Request().Context(); s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.DebugContext(ctx, "client error", "method", c.Request().Method, "path", c.Path(), "code", otp.ERateLimited)
+	}
+	if c.Request().Method == http.MethodHead {
+		return c.NoContent(http.StatusTooManyRequests)
+	}
+	return c.JSONBlob(http.StatusTooManyRequests, a.body)
 }
 
 // idempotencyKey reads the optional Idempotency-Key header: 1 to 255

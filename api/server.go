@@ -59,13 +59,17 @@ type Server struct {
 	apiKeys    map[[32]byte]APIKey
 	fanout     *fanout
 	echo       *echo.Echo
+	// heldRequests and heldAnswers are the refused path's memories
+	// (held.go).
+	heldRequests *heldRequests
+	heldAnswers  *heldAnswers
 }
 
 // NewServer returns the HTTP handler of smsgw with every route mounted.
 func NewServer(log *slog.Logger, cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, Deps: d, log: log, m: newHTTPMetrics(d.Metrics), ips: NewClientIPs(cfg.TrustedProxies),
 		adminToken: sha256.Sum256([]byte(cfg.AdminToken)), apiKeys: make(map[[32]byte]APIKey, len(cfg.APIKeys)),
-		fanout: newFanout(log, d.Metrics)}
+		fanout: newFanout(log, d.Metrics), heldRequests: newHeldRequests(), heldAnswers: newHeldAnswers()}
 	for _, k := range cfg.APIKeys {
 		s.apiKeys[k.SHA256] = k
 	}
