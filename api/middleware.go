@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"smsgw/otp"
@@ -60,11 +59,6 @@ func (s *Server) withRequestContext(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// newID returns a UUIDv7: unique, and ordered by time in indexes and logs.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
-
 // observe counts and times requests per route, and logs each at debug level.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -79,7 +73,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		elapsed := time.Since(start)
-		s.m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		s.m.requests.WithLabelValues(route, statusLabel(status)).Inc()
 		s.m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
 		if ctx := c.Request().Context(); s.log.Enabled(ctx, slog.LevelDebug) {
 			s.log.DebugContext(ctx, "request", "method", c.Request().Method, "route", route,
@@ -103,4 +97,20 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		return next(c)
 	}
+}
+
+// statusLabels are the metrics' labels of the statuses 100 to 599, made
+// once: strconv.Itoa allocates for every status over 99.
+var statusLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+func statusLabel(status int) string {
+	if status >= 100 && status < 600 {
+		return statusLabels[status-100]
+	}
+	return strconv.Itoa(status)
 }
