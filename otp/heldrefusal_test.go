@@ -21,11 +21,13 @@ func TestRateLimitedHeldIsRateLimitedError(t *testing.T) {
 		}
 	}
 	for i, d := range decisions {
-		if got, want := rateLimitedHeld(d), RateLimitedError(d); !reflect.DeepEqual(got, want) {
-			t.Fatalf("decision %d: %+v, want %+v", i, got, want)
+		got, reason := rateLimitedHeld(d)
+		if want := RateLimitedError(d); !reflect.DeepEqual(got, want) || reason != d.Reason() {
+			t.Fatalf("decision %d: %+v %q, want %+v %q", i, got, reason, want, d.Reason())
 		}
 	}
-	if a, b := rateLimitedHeld(decisions[1]), rateLimitedHeld(decisions[2]); a != b {
+	a, _ := rateLimitedHeld(decisions[1])
+	if b, _ := rateLimitedHeld(decisions[2]); a != b {
 		t.Fatal("one window's refusals in one second got two errors")
 	}
 }

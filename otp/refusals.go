@@ -48,20 +48,21 @@ type heldError struct {
 	rule        Rule
 	retry       int64
 	err         *Error
+	reason      string // the decision's Reason
 }
 
 var lastHeldError atomic.Pointer[heldError]
 
-// rateLimitedHeld is RateLimitedError(dec), shared with the other requests
-// refused by the same window in the same second.
-func rateLimitedHeld(dec Decision) *Error {
+// rateLimitedHeld is RateLimitedError(dec) and dec.Reason(), shared with
+// the other requests refused by the same window in the same second.
+func rateLimitedHeld(dec Decision) (*Error, string) {
 	w, retry := dec.Tightest, dec.RetryAfterSeconds()
 	if h := lastHeldError.Load(); h != nil && h.retry == retry && h.rule == w.Rule && h.scope == w.Scope && h.name == w.Name {
-		return h.err
+		return h.err, h.reason
 	}
-	err := RateLimitedError(dec)
-	lastHeldError.Store(&heldError{scope: w.Scope, name: w.Name, rule: w.Rule, retry: retry, err: err})
-	return err
+	h := &heldError{scope: w.Scope, name: w.Name, rule: w.Rule, retry: retry, err: RateLimitedError(dec), reason: dec.Reason()}
+	lastHeldError.Store(h)
+	return h.err, h.reason
 }
 
 func providerError(err error) *Error {

@@ -59,8 +59,9 @@ func (s *Service) held(ctx context.Context, req SendRequest, phone Phone, gate *
 		// The Admitter would answer the same from the same memory, after
 		// the code it did not need. (With a scope it claims first.)
 		if d, held := m.Remembered(s.requestSubjects(phone, req)); held {
-			res.Decision, res.Limited, res.Reason = d, true, d.Reason()
-			return true, rateLimitedHeld(d)
+			err, reason := rateLimitedHeld(d)
+			res.Decision, res.Limited, res.Reason = d, true, reason
+			return true, err
 		}
 	}
 	return false, nil
