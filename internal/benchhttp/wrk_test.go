@@ -301,7 +301,8 @@ func servesTestRedis(dir string) bool {
 func roundLine(scenarios []scenario, got map[string]result) string {
 	var parts []string
 	for _, sc := range scenarios {
-		parts = append(parts, fmt.Sprintf("%s %.0f/s", sc.name, got[sc.name].rate))
+		r := got[sc.name]
+		parts = append(parts, fmt.Sprintf("%s %.0f/s p99 %s", sc.name, r.rate, r.p99.Round(100*time.Microsecond)))
 	}
 	return strings.Join(parts, ", ")
 }
