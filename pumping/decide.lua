@@ -37,7 +37,9 @@
 -- country hash (F.restrictedSince, F.restrictedUntil, why in F.tripUsed,
 -- F.tripBudget, F.tripHour, F.refused, and served by a returning number, a
 -- network, a solved challenge in F.servedReturning, F.servedNetwork,
--- F.servedChallenge).
+-- F.servedChallenge). The window's budget at the trip (F.tripWindow) is
+-- its least for a window from F.restrictedSince (earned): the
+-- restriction's refusals stop the approvals that earned it.
 --
 -- An operator (the country's numbers one mobile operator owns, as
 -- libphonenumber's prefix data names it) is a subject of the same kind,
