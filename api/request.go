@@ -20,9 +20,19 @@ const maxBody = 16 << 10
 
 // readRequest decodes an end user's request into req and checks its shape,
 // then takes the user's address from *clientIP (a field of req) when the
-// caller may forward one. Its error is what admit answers and audits.
+// caller may forward one. Its error is what refuseMalformed answers and
+// audits.
 func readRequest(c echo.Context, ev *otp.AuditEvent, req interface{ validate() error }, clientIP *string) error {
-	if err := decodeJSON(c.Request(), req); err != nil {
+	body, err := readJSON(c.Request())
+	if err != nil {
+		return err
+	}
+	return checkRequest(c, body, ev, req, clientIP)
+}
+
+// checkRequest is readRequest's second half, over a body already read.
+func checkRequest(c echo.Context, body []byte, ev *otp.AuditEvent, req interface{ validate() error }, clientIP *string) error {
+	if err := decodeBody(body, req); err != nil {
 		return err
 	}
 	if err := req.validate(); err != nil {
@@ -33,19 +43,8 @@ func readRequest(c echo.Context, ev *otp.AuditEvent, req interface{ validate() e
 	return err
 }
 
-// decodeJSON reads a JSON object body into dst strictly: the media type must
-// be JSON, the body at most maxBody bytes, a single object of known fields
-// with the right types and nothing after it.
-func decodeJSON(r *http.Request, dst any) error {
-	body, err := readJSON(r)
-	if err != nil {
-		return err
-	}
-	return decodeBody(body, dst)
-}
-
-// readJSON is the reading half of decodeJSON: the media type must be JSON,
-// the body at most maxBody bytes.
+// readJSON reads a request's JSON body: the media type must be JSON, the
+// body at most maxBody bytes (decodeBody then reads it strictly).
 func readJSON(r *http.Request) ([]byte, error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
@@ -75,7 +74,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 }
 
-// decodeBody is the JSON half of decodeJSON, kept apart for fuzzing.
+// decodeBody reads a JSON object body into dst strictly: a single object
+// of known fields with the right types and nothing after it. It is apart
+// from readJSON for fuzzing and for bodies read once (decodeSend).
 func decodeBody(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return otp.Errorf(otp.EInvalidRequest, "request body is empty; send a JSON object")

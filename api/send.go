@@ -138,14 +138,7 @@ func (s *Server) handleSend(c echo.Context) error {
 // decodeSend decodes and checks a send's body as readRequest does, then
 // checks its limit_keys against the caller's key.
 func decodeSend(c echo.Context, body []byte, ev *otp.AuditEvent, req *sendRequest) error {
-	if err := decodeBody(body, req); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
-		return err
-	}
-	var err error
-	if ev.ClientIP, err = forwardedClient(c, req.ClientIP, ev.ClientIP); err != nil {
+	if err := checkRequest(c, body, ev, req, &req.ClientIP); err != nil {
 		return err
 	}
 	return limitKeysAllowed(c, req.LimitKeys)
