@@ -20,14 +20,15 @@ func TestRateLimitedHeldIsRateLimitedError(t *testing.T) {
 			decisions = append(decisions, Decision{Tightest: w, RetryAfter: wait})
 		}
 	}
+	var held heldErrors
 	for i, d := range decisions {
-		got, reason := rateLimitedHeld(d)
+		got, reason := held.rateLimited(d)
 		if want := RateLimitedError(d); !reflect.DeepEqual(got, want) || reason != d.Reason() {
 			t.Fatalf("decision %d: %+v %q, want %+v %q", i, got, reason, want, d.Reason())
 		}
 	}
-	a, _ := rateLimitedHeld(decisions[1])
-	if b, _ := rateLimitedHeld(decisions[2]); a != b {
+	a, _ := held.rateLimited(decisions[1])
+	if b, _ := held.rateLimited(decisions[2]); a != b {
 		t.Fatal("one window's refusals in one second got two errors")
 	}
 }

@@ -51,17 +51,18 @@ type heldError struct {
 	reason      string // the decision's Reason
 }
 
-var lastHeldError atomic.Pointer[heldError]
+// heldErrors keeps a Service's last heldError.
+type heldErrors struct{ last atomic.Pointer[heldError] }
 
-// rateLimitedHeld is RateLimitedError(dec) and dec.Reason(), shared with
-// the other requests refused by the same window in the same second.
-func rateLimitedHeld(dec Decision) (*Error, string) {
+// rateLimited is RateLimitedError(dec) and dec.Reason(), shared with the
+// other requests refused by the same window in the same second.
+func (e *heldErrors) rateLimited(dec Decision) (*Error, string) {
 	w, retry := dec.Tightest, dec.RetryAfterSeconds()
-	if h := lastHeldError.Load(); h != nil && h.retry == retry && h.rule == w.Rule && h.scope == w.Scope && h.name == w.Name {
+	if h := e.last.Load(); h != nil && h.retry == retry && h.rule == w.Rule && h.scope == w.Scope && h.name == w.Name {
 		return h.err, h.reason
 	}
 	h := &heldError{scope: w.Scope, name: w.Name, rule: w.Rule, retry: retry, err: RateLimitedError(dec), reason: dec.Reason()}
-	lastHeldError.Store(h)
+	e.last.Store(h)
 	return h.err, h.reason
 }
 

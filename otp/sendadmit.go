@@ -59,7 +59,7 @@ func (s *Service) held(ctx context.Context, req SendRequest, phone Phone, gate *
 		// The Admitter would answer the same from the same memory, after
 		// the code it did not need. (With a scope it claims first.)
 		if d, held := m.Remembered(s.requestSubjects(phone, req)); held {
-			err, reason := rateLimitedHeld(d)
+			err, reason := s.heldErrors.rateLimited(d)
 			res.Decision, res.Limited, res.Reason = d, true, reason
 			return true, err
 		}

@@ -76,6 +76,8 @@ type Service struct {
 	testCodes map[string]string
 	// phones remembers the numbers parsed (phonecache.go).
 	phones *phoneCache
+	// heldErrors shares a remembered refusal's error (refusals.go).
+	heldErrors heldErrors
 }
 
 // NewService returns a Service. It keeps no per-request state; one serves
