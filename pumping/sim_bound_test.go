@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The stated bound (docs/pumping.md, "The stated bound"): what an attack
@@ -34,8 +36,18 @@ type boundTracker struct {
 	subjects map[string]*subjectBound
 	signed   int                // passed on a caller network's sign
 	nets     map[string]float64 // widest network level → its largest signBudget + 1
-	other    int                // passed uncounted otherwise (a returning number: never for an attack)
+	// returning are the texts passed on the returning-number sign: the
+	// spread hit, by chance, a number a real user verified. Each such
+	// number is a real person's and takes at most returningTexts before it
+	// counts as new (its free resends, docs/pumping.md "Resends").
+	returning map[string]int
+	other     int // passed uncounted otherwise: never for an attack
 }
+
+// returningTexts is how many texts a returning number passes on its sign
+// since its last approval: the first and its two free resends; the fourth
+// counts in the country as a new number would.
+const returningTexts = 3
 
 // subjectBound is one subject's share of a row.
 type subjectBound struct {
@@ -58,7 +70,7 @@ type boundHour struct {
 }
 
 func newBoundTracker(operator string) *boundTracker {
-	return &boundTracker{operator: operator, subjects: map[string]*subjectBound{}, nets: map[string]float64{}}
+	return &boundTracker{operator: operator, subjects: map[string]*subjectBound{}, nets: map[string]float64{}, returning: map[string]int{}}
 }
 
 // note reads, after one attack text was let through, the ledger it counted
@@ -141,9 +153,25 @@ func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, 
 				break
 			}
 		}
+	case returningNumber(g.rdb, grp, u):
+		t.returning[u.phone.E164]++
 	default:
 		t.other++
 	}
+}
+
+// returningNumber says whether u's number approved a code within the
+// window the returning sign reads (its block's hash holds its last four
+// digits), which is what let an unsigned text through uncounted.
+func returningNumber(rdb redis.UniversalClient, grp group, u *user) bool {
+	_, tail := returningBlock(u.phone)
+	for _, s := range grp.subjects {
+		if s.ret != "" && tail != "" {
+			ok, err := rdb.HExists(context.Background(), s.ret, tail).Result()
+			return err == nil && ok
+		}
+	}
+	return false
 }
 
 // boundResult is a row's attack texts next to its bound, summed over its
@@ -151,6 +179,7 @@ func (t *boundTracker) note(p *smsgwPolicy, now time.Time, u *user, countryNew, 
 type boundResult struct {
 	subject, formula                 string
 	unsigned, signed, foreign, other int
+	returning, returningN            int // texts on the returning sign, and their numbers
 	budget, fbudget, nets            float64
 	worstHour                        boundHour
 	hoursOver, netsN                 int
@@ -158,7 +187,10 @@ type boundResult struct {
 }
 
 func (t *boundTracker) result() *boundResult {
-	r := &boundResult{signed: t.signed, other: t.other}
+	r := &boundResult{signed: t.signed, other: t.other, returningN: len(t.returning)}
+	for _, n := range t.returning {
+		r.returning += n
+	}
 	ids := slices.Sorted(maps.Keys(t.subjects))
 	main := ""
 	for _, id := range ids {
@@ -194,17 +226,21 @@ func (t *boundTracker) result() *boundResult {
 	return r
 }
 
-func (r *boundResult) texts() int { return r.unsigned + r.signed + r.foreign + r.other }
+func (r *boundResult) texts() int {
+	return r.unsigned + r.signed + r.foreign + r.returning + r.other
+}
 
 // bound is the row's whole bound: the subject's budget, its ledger of
-// networks known abroad, and the approving networks' sign, each at its
-// largest while the attack ran.
-func (r *boundResult) bound() float64 { return r.budget + r.fbudget + r.nets }
+// networks known abroad, the approving networks' sign, each at its
+// largest while the attack ran, and the returning numbers it hit.
+func (r *boundResult) bound() float64 {
+	return r.budget + r.fbudget + r.nets + float64(returningTexts*r.returningN)
+}
 
 // within says whether every path stayed inside its own bound, and every
 // hour inside its short horizon.
 func (r *boundResult) within() bool {
-	return !r.over && float64(r.signed) <= r.nets && r.other == 0 && r.hoursOver == 0
+	return !r.over && float64(r.signed) <= r.nets && r.returning <= returningTexts*r.returningN && r.other == 0 && r.hoursOver == 0
 }
 
 func printBounds(rows []simRow) {
@@ -215,8 +251,8 @@ func printBounds(rows []simRow) {
 		}
 		if !any {
 			fmt.Printf("\nThe stated bound (docs/pumping.md): smsgw's attack texts in the rows nothing can tell apart, by the path that let them through, next to the bound from the model's budget formula, each at its largest while the attack ran; a spread that reached the countries sharing a calling code is summed over them, each held to its own bound (the formula shown is the main subject's)\n\n")
-			fmt.Printf("| scenario | subject | attack texts | bound | within | unsigned texts | bound: floor + ratio × max(A, hour_factor × hour, pk) | worst hour's unsigned texts | bound: floor + ratio × hour | hours over | on a network's sign | bound: Σ per network A + 2 (networks) | foreign ledger | bound |\n")
-			fmt.Printf("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			fmt.Printf("| scenario | subject | attack texts | bound | within | unsigned texts | bound: floor + ratio × max(A, hour_factor × hour, pk) | worst hour's unsigned texts | bound: floor + ratio × hour | hours over | on a network's sign | bound: Σ per network A + 2 (networks) | foreign ledger | bound | on a returning number | bound: 3 × numbers |\n")
+			fmt.Printf("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 			any = true
 		}
 		fmt.Print(boundLine(r))
@@ -229,7 +265,7 @@ func boundLine(r simRow) string {
 	if !b.within() {
 		within = "**no**"
 	}
-	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %d | %.0f (%s) | %d | %.1f | %d | %d | %.0f (%d) | %d | %.0f |\n", r.scenario, b.subject, b.texts(),
+	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %d | %.0f (%s) | %d | %.1f | %d | %d | %.0f (%d) | %d | %.0f | %d | %d (%d) |\n", r.scenario, b.subject, b.texts(),
 		b.bound(), within, b.unsigned, b.budget, b.formula, b.worstHour.texts, b.worstHour.budget, b.hoursOver, b.signed, b.nets,
-		b.netsN, b.foreign, b.fbudget)
+		b.netsN, b.foreign, b.fbudget, b.returning, returningTexts*b.returningN, b.returningN)
 }
