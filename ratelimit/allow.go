@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"smsgw/internal/redisbatch"
 	"smsgw/otp"
 )
 
@@ -86,6 +87,52 @@ func (a allowArgs) argv() []any {
 		argv = append(argv, sa.ttl, sa.windows)
 	}
 	return argv
+}
+
+// allowbatch.lua runs allow.lua for several decisions in one script call,
+// when the batcher (redisbatch.Merge) holds several at once: Redis pays a
+// call's fixed cost (the request, KEYS and ARGV, the interpreter, the
+// reply), TIME and the arguments shared by every decision once for the
+// lot. Each decision is still decided alone and atomically, in turn, and
+// answered as allow.lua answers it.
+//
+// Its protocol: decisions may share a call when sameAllowShape says so:
+// as many KEYS, and ARGV the same but for the ticket (the clock, the lease
+// and every subject's windows). Then, for d decisions (allowBatchArgs):
+//
+//	KEYS  every decision's allow.lua KEYS in turn (d times as many)
+//	ARGV  [1] d; [2...] allow.lua's ARGV of the first decision; then the
+//	      tickets of the other d - 1, in order
+//
+// The reply is a list of d elements, each decision's allow.lua reply, or
+// its error. With ARGV's now "" the decisions share one Redis TIME: they
+// are decided in turn at one instant, each seeing those before it.
+func sameAllowShape(a, b redisbatch.Call) bool {
+	if len(a.Keys) != len(b.Keys) || len(a.Args) != len(b.Args) {
+		return false
+	}
+	for i := range a.Args {
+		if i != allowArgTicket-1 && a.Args[i] != b.Args[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// allowBatchArgs is allowbatch.lua's KEYS and ARGV for calls of allow.lua
+// that are all sameAllowShape.
+func allowBatchArgs(calls []redisbatch.Call) ([]string, []any) {
+	keys := make([]string, 0, len(calls)*len(calls[0].Keys))
+	args := make([]any, 0, 1+len(calls[0].Args)+len(calls)-1)
+	args = append(args, len(calls))
+	args = append(args, calls[0].Args...)
+	for _, c := range calls {
+		keys = append(keys, c.Keys...)
+	}
+	for _, c := range calls[1:] {
+		args = append(args, c.Args[allowArgTicket-1])
+	}
+	return keys, args
 }
 
 // allowReply is allow.lua's reply, read.

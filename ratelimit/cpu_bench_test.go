@@ -185,7 +185,7 @@ func redisCalls(b *testing.B, rdb *redis.Client) float64 {
 	return total
 }
 
-func infoFields(b *testing.B, rdb *redis.Client, section string) map[string]string {
+func infoFields(b testing.TB, rdb *redis.Client, section string) map[string]string {
 	s, err := rdb.Info(context.Background(), section).Result()
 	if err != nil {
 		b.Fatal(err)

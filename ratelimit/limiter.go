@@ -50,7 +50,14 @@ var (
 	allowScript  = luascript.Script(luaFiles, "allow.lua")
 	statusScript = luascript.Script(luaFiles, "status.lua")
 	settleScript = luascript.Script(luaFiles, "settle.lua")
+	// allowBatchScript runs allow.lua for several decisions in one call.
+	allowBatchScript = luascript.Script(luaFiles, "allowbatch.lua",
+		"local function allow(KEYS, ARGV)\n"+AllowLua()+"\nend\n")
 )
+
+func init() {
+	redisbatch.Mergeable(allowScript, redisbatch.Merge{Script: allowBatchScript, Same: sameAllowShape, Args: allowBatchArgs})
+}
 
 // Scripts runs Redis scripts (redisbatch.Scripts, one interface for every
 // package that runs them).

@@ -301,6 +301,10 @@ func (b *Batcher) reloadMissing(ctx context.Context, batch []*call) {
 		}
 		if _, ok := loaded[c.script]; !ok {
 			loaded[c.script] = c.script.Load(ctx, b.rdb).Err()
+			if m := mergeOf(c.script); m != nil && loaded[c.script] == nil {
+				// The call may have gone merged: its merged script is lost too.
+				loaded[c.script] = m.Script.Load(ctx, b.rdb).Err()
+			}
 		}
 		if loaded[c.script] == nil {
 			missed = append(missed, c)
@@ -316,7 +320,8 @@ func (b *Batcher) exec(ctx context.Context, batch []*call) {
 		b.execPerPrimary(ctx, cc, batch)
 		return
 	}
-	b.execOn(ctx, b.rdb, batch)
+	_, single := b.rdb.(*redis.Client) // not Cluster, not Ring: a merged call's keys may be anywhere
+	b.execOn(ctx, b.rdb, batch, single)
 }
 
 // execPerPrimary sends each shard's calls to its primary, so that each
@@ -336,15 +341,27 @@ func (b *Batcher) execPerPrimary(ctx context.Context, cc *redis.ClusterClient, b
 	}
 	var wg sync.WaitGroup
 	for node, calls := range byNode {
-		wg.Go(func() { b.execOn(ctx, node, calls) })
+		wg.Go(func() { b.execOn(ctx, node, calls, false) })
 	}
 	wg.Wait()
 }
 
-func (b *Batcher) execOn(ctx context.Context, rdb redis.Cmdable, batch []*call) {
+// execOn sends the batch in one pipeline on rdb; with merge, calls of a
+// script with a Merge go as merged calls (see Merge).
+func (b *Batcher) execOn(ctx context.Context, rdb redis.Cmdable, batch []*call, merge bool) {
 	pipe := rdb.Pipeline()
-	for _, c := range batch {
-		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	var merged []*mergedCall
+	if merge {
+		merged = mergeCalls(batch)
+	}
+	if merged == nil {
+		for _, c := range batch {
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+	} else {
+		for _, g := range merged {
+			g.send(ctx, pipe)
+		}
 	}
 	var wait *redis.IntCmd
 	if b.replicas > 0 {
@@ -358,6 +375,9 @@ func (b *Batcher) execOn(ctx context.Context, rdb redis.Cmdable, batch []*call) 
 		_ = pipe.Process(ctx, wait)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for _, g := range merged {
+		g.split(ctx)
+	}
 	if wait == nil {
 		return
 	}
