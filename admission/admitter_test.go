@@ -53,6 +53,12 @@ type fixture struct {
 	admitter *Admitter
 }
 
+// testCallTimeout bounds each script call in these tests. Nothing here
+// tests a stalled Redis, and a loaded -race run with a Cluster's races
+// queued behind two pipelines ran past the batcher's default second
+// (TestClusterOneCallPerSlot, load 18, 27 Nov).
+const testCallTimeout = 10 * time.Second
+
 // newFixture builds the parts over a private key prefix, with the pumping
 // configuration edit leaves (nil: the shipped defaults).
 func newFixture(t *testing.T, edit func(*pumping.Config)) *fixture {
@@ -67,7 +73,7 @@ func newFixture(t *testing.T, edit func(*pumping.Config)) *fixture {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	scripts := redisbatch.New(rdb, redisbatch.Options{})
+	scripts := redisbatch.New(rdb, redisbatch.Options{Timeout: testCallTimeout})
 	f.limiter = ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts})
 	f.guard = pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: scripts})
 	f.codes = codestore.New(rdb, prefix, scripts)

@@ -58,7 +58,7 @@ func newClusterReplica(t testing.TB, rdb *redis.ClusterClient, prefix string, ed
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	scripts := &countedScripts{next: redisbatch.New(rdb, redisbatch.Options{})}
+	scripts := &countedScripts{next: redisbatch.New(rdb, redisbatch.Options{Timeout: testCallTimeout})}
 	r := &clusterReplica{calls: scripts}
 	r.limiter = ratelimit.New(rdb, prefix, ratelimit.Options{Scripts: scripts})
 	r.guard = pumping.New(rdb, prefix, cfg, pumping.Options{Scripts: scripts, Cluster: true})
