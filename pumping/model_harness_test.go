@@ -25,6 +25,7 @@ type modelHarness struct {
 	prefix  string
 	cluster bool
 	cfg     Config
+	scripts modelScripts
 	g       *Guard // builds the calls, as the service does
 	store   *modelStore
 	now     int64
@@ -63,19 +64,31 @@ type modelOp struct {
 
 var modelT0 = time.Date(2026, 3, 2, 10, 17, 3, 0, time.UTC).UnixMilli()
 
+// modelScripts are the scripts a harness holds to the model: the
+// package's (packageScripts), or a mutant's (mutants_test.go). Only tests
+// make other ones; the service runs the embedded files.
+type modelScripts struct{ decide, approve, release *redis.Script }
+
+func packageScripts() modelScripts { return modelScripts{decideScript, approveScript, releaseScript} }
+
 func newModelHarness(t testing.TB, rdb *redis.Client, prefix string, cluster bool, cfg Config) *modelHarness {
+	return newModelHarnessWith(t, rdb, prefix, cluster, cfg, packageScripts())
+}
+
+// newModelHarnessWith is newModelHarness running the given scripts.
+func newModelHarnessWith(t testing.TB, rdb *redis.Client, prefix string, cluster bool, cfg Config, scripts modelScripts) *modelHarness {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	h := &modelHarness{t: t, rdb: rdb, prefix: prefix, cluster: cluster, cfg: cfg, store: newModelStore(), now: modelT0,
+	h := &modelHarness{t: t, rdb: rdb, prefix: prefix, cluster: cluster, cfg: cfg, scripts: scripts, store: newModelStore(), now: modelT0,
 		phones: modelPhones(), signals: map[string]string{}, touched: map[string]bool{}, seen: map[string]int{}}
 	for _, s := range modelIPs {
 		a, _ := netip.ParseAddr(s) // "" is no address: no caller group
 		h.ips = append(h.ips, a)
 	}
 	h.g = New(rdb, prefix, cfg, Options{Cluster: cluster, Clock: func(context.Context) time.Time { return time.UnixMilli(h.now) }})
-	for _, s := range []*redis.Script{decideScript, approveScript, releaseScript, modelDump} {
+	for _, s := range []*redis.Script{scripts.decide, scripts.approve, scripts.release, modelDump} {
 		if err := s.Load(context.Background(), rdb).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +346,7 @@ func (h *modelHarness) decideOp(grp group, p otp.Phone, netid string, mode decid
 	tx := h.store.begin()
 	want := modelDecide(tx, grp, a, h.now)
 	tx.commit()
-	return &modelOp{name: "decide signal=" + strconv.Quote(signal), script: decideScript, keys: grp.keys(), args: a.argv(),
+	return &modelOp{name: "decide signal=" + strconv.Quote(signal), script: h.scripts.decide, keys: grp.keys(), args: a.argv(),
 		want: want, writes: tx.log}, want
 }
 
@@ -426,7 +439,7 @@ func (h *modelHarness) releaseOps(calls []modelCall) []*modelOp {
 		modelRelease(tx, c.grp, c.bucket, c.recorded, c.cnew)
 		tx.commit()
 		ops = append(ops, &modelOp{name: fmt.Sprintf("release recorded=%d cnew=%d", c.recorded, c.cnew),
-			script: releaseScript, keys: c.grp.keys(), args: args, want: int64(1), writes: tx.log})
+			script: h.scripts.release, keys: c.grp.keys(), args: args, want: int64(1), writes: tx.log})
 		h.seen["release"]++
 	}
 	return ops
@@ -461,7 +474,7 @@ func (h *modelHarness) approve(s modelStep) []*modelOp {
 		want[1] = netid
 		h.seen["approved"]++
 	}
-	ops := []*modelOp{{name: "approve", script: approveScript, keys: keys, args: args, want: want, writes: tx.log}}
+	ops := []*modelOp{{name: "approve", script: h.scripts.approve, keys: keys, args: args, want: want, writes: tx.log}}
 	ip, err := netip.ParseAddr(netid)
 	if !credited || err != nil {
 		return ops
@@ -475,7 +488,7 @@ func (h *modelHarness) approve(s modelStep) []*modelOp {
 	tx = h.store.begin()
 	modelApproveNetworks(tx, c.keys(), h.clock())
 	tx.commit()
-	return append(ops, &modelOp{name: "approve networks", script: approveScript, keys: c.keys(), args: nargs,
+	return append(ops, &modelOp{name: "approve networks", script: h.scripts.approve, keys: c.keys(), args: nargs,
 		want: []any{int64(1), ""}, writes: tx.log})
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"smsgw/internal/testenv"
 	"smsgw/otp"
 )
@@ -38,21 +40,12 @@ func TestMatchesReferenceModel(t *testing.T) {
 	}
 	// Four runs per layout, each with a configuration of its own, at
 	// once: a step waits mostly on its round trip.
-	const runs = 4
 	for _, cluster := range []bool{false, true} {
-		for run := range runs {
+		for run := range modelRuns {
 			t.Run(fmt.Sprintf("cluster=%v/run=%d", cluster, run), func(t *testing.T) {
 				t.Parallel()
 				rdb, prefix := testenv.Redis(t)
-				rng := rand.New(rand.NewPCG(seed, uint64(run)<<1|b2u(cluster)))
-				h := newModelHarness(t, rdb, prefix, cluster, randomModelConfig(rng))
-				for range steps / runs {
-					h.step(randomModelStep(rng))
-					if t.Failed() {
-						t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it)", seed, seed)
-					}
-				}
-				h.flush()
+				h := runModelSequence(t, rdb, prefix, cluster, seed, run, steps/modelRuns, packageScripts(), nil)
 				if t.Failed() {
 					t.Fatalf("seed %d (SMSGW_MODEL_SEED=%d replays it)", seed, seed)
 				}
@@ -65,6 +58,28 @@ func TestMatchesReferenceModel(t *testing.T) {
 			})
 		}
 	}
+}
+
+// modelRuns is how many runs per layout share TestMatchesReferenceModel's
+// steps.
+const modelRuns = 4
+
+// runModelSequence runs run number run of seed in one layout: a
+// configuration and steps steps, both drawn from the seed, through the
+// model and scripts. It returns at the first difference (reported to t),
+// or when stop (when not nil) is set, another run having found one.
+func runModelSequence(t testing.TB, rdb *redis.Client, prefix string, cluster bool, seed uint64, run, steps int,
+	scripts modelScripts, stop *atomic.Bool) *modelHarness {
+	rng := rand.New(rand.NewPCG(seed, uint64(run)<<1|b2u(cluster)))
+	h := newModelHarnessWith(t, rdb, prefix, cluster, randomModelConfig(rng), scripts)
+	for range steps {
+		h.step(randomModelStep(rng))
+		if t.Failed() || (stop != nil && stop.Load()) {
+			return h
+		}
+	}
+	h.flush()
+	return h
 }
 
 func b2u(b bool) uint64 {
