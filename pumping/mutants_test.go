@@ -177,6 +177,7 @@ func TestModelCatchesMutants(t *testing.T) {
 		steps, _ = strconv.Atoi(s)
 	}
 	rdb, prefix := testenv.Redis(t)
+	rdb = modelClient(t, rdb)
 	var n atomic.Int64
 	// sweep runs one seed's runs (both layouts) with scripts, all at once,
 	// and returns the first difference found ("" none) and when.
@@ -204,6 +205,9 @@ func TestModelCatchesMutants(t *testing.T) {
 						mu.Lock()
 						if first == "" {
 							first = fmt.Sprintf("cluster=%v run=%d: %s", cluster, run, rec.first())
+							if os.Getenv("SMSGW_MUTANTS_VERBOSE") != "" {
+								t.Logf("seed %d cluster=%v run=%d:\n%s", seed, cluster, run, strings.Join(rec.msgs, "\n"))
+							}
 						}
 						mu.Unlock()
 					}
