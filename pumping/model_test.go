@@ -1,9 +1,11 @@
 package pumping
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -71,9 +73,11 @@ const modelRuns = 4
 func runModelSequence(t testing.TB, rdb *redis.Client, prefix string, cluster bool, seed uint64, run, steps int,
 	scripts modelScripts, stop *atomic.Bool) *modelHarness {
 	rng := rand.New(rand.NewPCG(seed, uint64(run)<<1|b2u(cluster)))
-	h := newModelHarnessWith(t, rdb, prefix, cluster, randomModelConfig(rng), scripts)
+	cfg := randomModelConfig(rng)
+	h := newModelHarnessWith(t, rdb, prefix, cluster, cfg, scripts)
+	gen := newModelGen(rng, cfg, h)
 	for range steps {
-		h.step(randomModelStep(rng))
+		h.step(gen.next())
 		if t.Failed() || (stop != nil && stop.Load()) {
 			return h
 		}
@@ -260,4 +264,392 @@ func modelStepFromBytes(b []byte) modelStep {
 		s.kind, s.n = 't', modelClockSteps[int(b[3])%len(modelClockSteps)]+int64(b[1])*1000
 	}
 	return s
+}
+
+// modelGen draws a run's steps. Uniform random steps (randomModelStep)
+// seldom reach the states a rule's edge needs: an operator's ledger of
+// networks known abroad with approvals an hour old, a restriction whose
+// window budget then fell, a send exactly a window, a bucket or a
+// restriction after another. So a run mixes them with episodes, each a
+// short plan of steps aimed at one of those states (travellers, trip,
+// anniversary, resends), drawn from the same rng. The generator keeps the
+// run's clock (the harness starts at modelT0 and moves only by its clock
+// steps) and the last sends and approvals, to aim clock steps at their
+// anniversaries.
+type modelGen struct {
+	rng   *rand.Rand
+	cfg   Config
+	h     *modelHarness // read only: its clock and the model's stored times
+	now   int64         // ms, the harness's clock after the queued steps
+	queue []modelStep
+	marks []modelMark // the last sends and approvals, newest last
+}
+
+// modelMark is a send or an approval the generator made, and when.
+type modelMark struct {
+	at        int64
+	phone, ip int
+	approve   bool
+}
+
+func newModelGen(rng *rand.Rand, cfg Config, h *modelHarness) *modelGen {
+	return &modelGen{rng: rng, cfg: cfg, h: h}
+}
+
+// The prefixes of modelPrefixes by what an episode needs of them.
+const (
+	modelUS = 7 // no operator data
+	modelLV = 8
+)
+
+// modelOperatorPrefixes are the prefixes with an operator (every one but
+// the US), each its own operator; modelCountryPrefixes group them by
+// country.
+var (
+	modelOperatorPrefixes = []int{0, 1, 2, 3, 4, 5, 6, 8}
+	modelCountryPrefixes  = [][]int{{0, 1}, {2, 3}, {4}, {5}, {6}, {modelUS}, {modelLV}}
+)
+
+func (g *modelGen) next() modelStep {
+	for len(g.queue) == 0 {
+		// The harness ran every step queued: its clock is the model's.
+		g.now = g.h.now
+		g.plan()
+	}
+	s := g.queue[0]
+	g.queue = g.queue[1:]
+	return s
+}
+
+// plan queues the next step or episode.
+func (g *modelGen) plan() {
+	switch r := g.rng.IntN(100); {
+	case r < 40:
+		s := randomModelStep(g.rng)
+		if s.kind == 't' {
+			g.clock(s.n)
+			return
+		}
+		g.add(s)
+	case r < 55:
+		g.travellers()
+	case r < 70:
+		g.tripAndFall()
+	case r < 78:
+		g.anniversary()
+	case r < 90:
+		g.storedEdge()
+	default:
+		g.resends()
+	}
+}
+
+// add queues a send or an approval, noting it.
+func (g *modelGen) add(s modelStep) {
+	g.queue = append(g.queue, s)
+	if s.kind == 's' || s.kind == 'a' {
+		g.marks = append(g.marks, modelMark{at: g.now, phone: s.phone, ip: s.ip, approve: s.kind == 'a'})
+		if len(g.marks) > 64 {
+			g.marks = g.marks[len(g.marks)-64:]
+		}
+	}
+}
+
+func (g *modelGen) send(phone, ip int) {
+	g.add(modelStep{kind: 's', phone: phone, ip: ip, bypass: g.rng.IntN(20) == 0, sig: g.rng.IntN(7)})
+}
+
+func (g *modelGen) approve(phone int) { g.add(modelStep{kind: 'a', phone: phone}) }
+
+func (g *modelGen) clock(n int64) {
+	if n < 0 {
+		return
+	}
+	g.now += n
+	g.queue = append(g.queue, modelStep{kind: 't', n: n})
+}
+
+// jitter is a small clock step, as between a user's send and approval.
+func (g *modelGen) jitter() {
+	if g.rng.IntN(2) == 0 {
+		g.clock(int64(g.rng.IntN(90_000)))
+	}
+}
+
+// phone is a number of prefix pre, its tail one of ten.
+func (g *modelGen) phone(pre int) int { return pre*10 + g.rng.IntN(10) }
+
+// phones are n distinct numbers of the prefixes, spread over their blocks.
+func (g *modelGen) phones(pres []int, n int) []int {
+	var all []int
+	for _, p := range pres {
+		for i := range 10 {
+			all = append(all, p*10+i)
+		}
+	}
+	g.rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	return all[:min(n, len(all))]
+}
+
+// hourish is a clock step past the last hour's approvals, or near it.
+func (g *modelGen) hourish() int64 {
+	switch g.rng.IntN(5) {
+	case 0:
+		return int64(3_600_000 + g.rng.IntN(3_600_000))
+	case 1:
+		return int64(2*3_600_000 + g.rng.IntN(3_600_000))
+	case 2:
+		return int64(g.rng.IntN(3_600_000))
+	case 3:
+		return ms(g.cfg.RestrictFor) + int64(g.rng.IntN(3))*1000
+	}
+	return int64(3_600_000 + g.rng.IntN(120_000) - 60_000)
+}
+
+// travellers: a caller network known for real users of another country
+// (its approvals to the US or Latvia) sends to an operator's numbers
+// abroad: some verify, then an hour or more passes, then more come, some
+// not verifying. This is an operator's ledger of networks known abroad
+// with approvals older than its last hour (its travellers' budget), and
+// the country's, tripping after three refusals and renewed.
+func (g *modelGen) travellers() {
+	ip := g.rng.IntN(len(modelIPs) - 1) // not the empty one: it has no networks
+	home := []int{modelUS, modelLV}[g.rng.IntN(2)]
+	for range 2 + g.rng.IntN(3) {
+		p := g.phone(home)
+		g.send(p, ip)
+		g.jitter()
+		g.approve(p)
+	}
+	target := modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes)-1)] // not LV
+	if g.rng.IntN(3) == 0 {
+		target = modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]
+	}
+	// Travellers verify; an attack through the same networks does not.
+	travellers := g.rng.IntN(3) > 0
+	for _, p := range g.phones([]int{target}, 1+g.rng.IntN(3)) {
+		g.send(p, ip)
+		g.jitter()
+		if travellers && g.rng.IntN(4) > 0 {
+			g.approve(p)
+		}
+	}
+	// Rounds an hour or so apart: sends nobody verifies trip the ledger
+	// within the hour; the first few verify late (room again while it is
+	// restricted: renewed or not); in the next round it is renewed or
+	// lapses.
+	for range 1 + g.rng.IntN(3) {
+		g.clock(g.hourish())
+		ps := g.phones([]int{target}, 2+g.rng.IntN(9))
+		late := 3 + g.rng.IntN(4) // when the first, admitted, verifies
+		for i, p := range ps {
+			g.send(p, ip)
+			if travellers && i == late {
+				g.approve(ps[0])
+			}
+			if g.rng.IntN(5) == 0 {
+				g.clock(int64(g.rng.IntN(300_000)))
+			}
+		}
+	}
+}
+
+// tripAndFall: a country (or an operator) earns room from approvals in
+// the hour, then a burst of numbers nobody verifies restricts it; then an
+// hour or a restriction passes and more come: the window's budget the trip
+// held, after the hour's term has fallen.
+func (g *modelGen) tripAndFall() {
+	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
+	ip := len(modelIPs) - 1 // no caller networks: no sign, no network budget
+	if g.rng.IntN(3) == 0 {
+		ip = g.rng.IntN(len(modelIPs))
+	}
+	for _, p := range g.phones(pres, 1+g.rng.IntN(3)) {
+		g.send(p, ip)
+		g.jitter()
+		g.approve(p)
+	}
+	for _, p := range g.phones(pres, 3+g.rng.IntN(10)) {
+		g.send(p, ip)
+		if g.rng.IntN(3) == 0 {
+			g.clock(int64(g.rng.IntN(120_000)))
+		}
+	}
+	g.clock(g.hourish())
+	for _, p := range g.phones(pres, 2+g.rng.IntN(6)) {
+		g.send(p, ip)
+		if g.rng.IntN(5) == 0 {
+			g.approve(p)
+		}
+		if g.rng.IntN(3) == 0 {
+			g.clock(int64(g.rng.IntN(600_000)))
+		}
+	}
+}
+
+// anniversary moves the clock to an edge of an earlier send or approval:
+// a bucket, a window, a restriction, a probe period or a day after it (or
+// to the next bucket's edge), a millisecond either side or on it, and
+// sends there again: the comparisons of time (<, <=) are told apart only
+// there.
+func (g *modelGen) anniversary() {
+	if len(g.marks) == 0 {
+		g.send(g.rng.IntN(len(modelPrefixes)*10), g.rng.IntN(len(modelIPs)))
+		return
+	}
+	m := g.marks[len(g.marks)-1-g.rng.IntN(min(len(g.marks), 16))]
+	hour := int64(3_600_000)
+	deltas := []int64{hour, ms(g.cfg.Window), ms(g.cfg.RestrictFor), ms(g.cfg.ProbeEvery), 86_400_000}
+	target := m.at + deltas[g.rng.IntN(len(deltas))]
+	if g.rng.IntN(4) == 0 {
+		target = (g.now/hour + 1) * hour // the next bucket's edge
+	}
+	target += []int64{-1, 0, 0, 1, -500}[g.rng.IntN(5)]
+	g.clock(target - g.now)
+	phone, ip := m.phone, m.ip
+	if g.rng.IntN(3) == 0 {
+		phone = g.phone(phone / 10)
+	}
+	g.send(phone, ip)
+	if g.rng.IntN(3) == 0 {
+		g.approve(phone)
+	}
+}
+
+// resends: one number texted again and again, from one caller or several,
+// approved in between or not, some sends released.
+func (g *modelGen) resends() {
+	p, ip := g.rng.IntN(len(modelPrefixes)*10), g.rng.IntN(len(modelIPs))
+	for range 2 + g.rng.IntN(5) {
+		if g.rng.IntN(3) == 0 {
+			ip = g.rng.IntN(len(modelIPs))
+		}
+		g.send(p, ip)
+		switch g.rng.IntN(5) {
+		case 0:
+			g.approve(p)
+		case 1:
+			g.queue = append(g.queue, modelStep{kind: 'r', n: int64(g.rng.IntN(1000))})
+		case 2:
+			g.clock(int64(g.rng.IntN(1_800_000)))
+		}
+	}
+}
+
+// storedEdge moves the clock to an edge of a time the model stored: a
+// ledger's first refusal abroad (ot) an hour on, a trip (rs) a window on,
+// a restriction's end (rx), a network's probe (pr) a probe period on, a
+// key's expiry (x) less keep or the learned keep plus a bucket (where the
+// scripts refresh it), a millisecond either side or on it; then sends to
+// the key's country or from its network, as an attack or a user there
+// would go on doing.
+func (g *modelGen) storedEdge() {
+	hour, window := int64(3_600_000), ms(g.cfg.Window)
+	type edge struct {
+		at   int64
+		kind int
+		key  string
+	}
+	var edges []edge
+	add := func(k string, f map[string]string, kind int, field string, d int64) {
+		if v, ok := f[field]; ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil && int64(x)+d > g.now {
+				edges = append(edges, edge{int64(x) + d, kind, k})
+			}
+		}
+	}
+	for k, f := range g.h.store.hashes {
+		add(k, f, 0, fieldAbroadRefusedSince, hour)
+		add(k, f, 1, fieldRestrictedSince, window)
+		add(k, f, 2, fieldRestrictedUntil, 0)
+		if p := ms(g.cfg.ProbeEvery); p > 0 {
+			add(k, f, 3, fieldProbed, p)
+		}
+		add(k, f, 4, fieldExpires, -2*window+hour)
+		add(k, f, 5, fieldExpires, -15*window+hour)
+	}
+	if len(edges) == 0 {
+		g.anniversary()
+		return
+	}
+	// A kind of edge first, then one of its nearest: the nearest of all
+	// would nearly always be a bucket's.
+	kinds := map[int]bool{}
+	for _, e := range edges {
+		kinds[e.kind] = true
+	}
+	kind := slices.Sorted(maps.Keys(kinds))[g.rng.IntN(len(kinds))]
+	edges = slices.DeleteFunc(edges, func(e edge) bool { return e.kind != kind })
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	e := edges[g.rng.IntN(min(len(edges), 4))]
+	g.clock(e.at + []int64{-1, 0, 0, 1, -500}[g.rng.IntN(5)] - g.now)
+	phones, ips := modelKeyPhones(e.key), modelKeyIPs(e.key)
+	// An attack goes on at the edge: several sends at once, new numbers
+	// mostly (a restriction, a budget, a probe decide those).
+	for range 2 + g.rng.IntN(6) {
+		phone, ip := g.rng.IntN(len(modelPrefixes)*10), g.rng.IntN(len(modelIPs))
+		if len(phones) > 0 {
+			phone = phones[g.rng.IntN(len(phones))]
+		}
+		if len(ips) > 0 {
+			ip = ips[g.rng.IntN(len(ips))]
+		}
+		if (len(ips) == 0 || len(phones) == 0) && g.rng.IntN(3) > 0 {
+			// The caller, or the number, as the last steps had it.
+			for _, m := range slices.Backward(g.marks) {
+				if len(phones) > 0 && slices.Contains(phones, m.phone) {
+					ip = m.ip
+					break
+				}
+				if len(ips) > 0 && slices.Contains(ips, m.ip) {
+					phone = m.phone
+					break
+				}
+			}
+		}
+		if len(ips) == 0 && g.rng.IntN(3) == 0 {
+			ip = len(modelIPs) - 1 // no caller: unsigned
+		}
+		g.send(phone, ip)
+		if g.rng.IntN(4) == 0 {
+			g.approve(phone)
+		}
+	}
+}
+
+// modelKeyPhones are the numbers a destination key ({d:<country>}) is
+// about; modelKeyIPs the callers a network key ({n:<widest>}) is.
+func modelKeyPhones(key string) []int {
+	_, rest, ok := strings.Cut(key, "pump:{d:")
+	if !ok {
+		return nil
+	}
+	country, _, _ := strings.Cut(rest, "}")
+	var out []int
+	for i, p := range modelPhones() {
+		if countryOf(p) == country {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func modelKeyIPs(key string) []int {
+	_, rest, ok := strings.Cut(key, "pump:{n:")
+	if !ok {
+		return nil
+	}
+	widest, _, _ := strings.Cut(rest, "}")
+	var out []int
+	for i, s := range modelIPs {
+		if a, err := netip.ParseAddr(s); err == nil && wideKey(a) == widest {
+			out = append(out, i)
+		}
+	}
+	return out
 }
