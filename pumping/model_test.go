@@ -118,7 +118,7 @@ func randomModelConfig(rng *rand.Rand) Config {
 		cfg.Floors[RuleOperator] = 2
 	}
 	if rng.IntN(2) == 0 {
-		cfg.Spend = Spend{Default: 0.05, Prices: map[string]float64{"NG": 0.2}, Hour: []float64{0, 0.6}[rng.IntN(2)], Day: 1.5}
+		cfg.Spend = Spend{Default: 0.05, Prices: map[string]float64{"NG": 0.2}, Hour: []float64{0, 0.6, 0.6}[rng.IntN(3)], Day: 1.5}
 	}
 	return cfg
 }
@@ -337,8 +337,10 @@ func (g *modelGen) plan() {
 		g.tripAndFall()
 	case r < 78:
 		g.anniversary()
-	case r < 90:
+	case r < 87:
 		g.storedEdge()
+	case r < 90:
+		g.spendBurst()
 	default:
 		g.resends()
 	}
@@ -415,15 +417,23 @@ func (g *modelGen) hourish() int64 {
 func (g *modelGen) travellers() {
 	ip := g.rng.IntN(len(modelIPs) - 1) // not the empty one: it has no networks
 	home := []int{modelUS, modelLV}[g.rng.IntN(2)]
-	for range 2 + g.rng.IntN(3) {
-		p := g.phone(home)
-		g.send(p, ip)
-		g.jitter()
-		g.approve(p)
+	// The network's approvals elsewhere, again in each round: a window of
+	// an hour forgets them.
+	warm := func() {
+		for range 3 + g.rng.IntN(2) {
+			p := g.phone(home)
+			g.send(p, ip)
+			g.approve(p)
+		}
 	}
+	warm()
 	target := modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes)-1)] // not LV
 	if g.rng.IntN(3) == 0 {
 		target = modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]
+	}
+	if g.rng.IntN(2) == 0 {
+		g.renewal(target, ip)
+		return
 	}
 	// Travellers verify; an attack through the same networks does not.
 	travellers := g.rng.IntN(3) > 0
@@ -440,6 +450,9 @@ func (g *modelGen) travellers() {
 	// lapses.
 	for range 1 + g.rng.IntN(3) {
 		g.clock(g.hourish())
+		if g.rng.IntN(2) == 0 {
+			warm()
+		}
 		ps := g.phones([]int{target}, 2+g.rng.IntN(9))
 		late := 3 + g.rng.IntN(4) // when the first, admitted, verifies
 		for i, p := range ps {
@@ -589,6 +602,16 @@ func (g *modelGen) storedEdge() {
 	e := edges[g.rng.IntN(min(len(edges), 4))]
 	g.clock(e.at + []int64{-1, 0, 0, 1, -500}[g.rng.IntN(5)] - g.now)
 	phones, ips := modelKeyPhones(e.key), modelKeyIPs(e.key)
+	if kind == 1 && len(phones) > 0 {
+		// A window after a trip the budget it held ends: an attack at
+		// that instant, new numbers nobody verifies, is refused from the
+		// budget the window earned without it.
+		g.rng.Shuffle(len(phones), func(i, j int) { phones[i], phones[j] = phones[j], phones[i] })
+		for _, p := range phones[:min(len(phones), 6+g.rng.IntN(10))] {
+			g.send(p, len(modelIPs)-1)
+		}
+		return
+	}
 	// An attack goes on at the edge: several sends at once, new numbers
 	// mostly (a restriction, a budget, a probe decide those).
 	for range 2 + g.rng.IntN(6) {
@@ -652,4 +675,43 @@ func modelKeyIPs(key string) []int {
 		}
 	}
 	return out
+}
+
+// spendBurst: after a quiet hour, a burst of sends with a solved
+// challenge (which pass every rule but the spend ledger) at one instant,
+// so the hour's spend meets its budget exactly (its previous bucket
+// empty, nothing of it weighs in).
+func (g *modelGen) spendBurst() {
+	g.clock(2*3_600_000 + int64(g.rng.IntN(3_600_000)))
+	for range 12 + g.rng.IntN(10) {
+		g.add(modelStep{kind: 's', phone: g.rng.IntN(len(modelPrefixes) * 10), ip: g.rng.IntN(len(modelIPs)), bypass: true, sig: g.rng.IntN(7)})
+	}
+}
+
+// renewal: within minutes, a few travellers to an operator verify at once
+// (room), then sends nobody verifies trip its ledger of networks known
+// abroad, then some of them verify late (room again while it is
+// restricted), then more come: the restriction is renewed or not by the
+// refusals of the hour against twice the travellers' average hour.
+func (g *modelGen) renewal(target, ip int) {
+	ps := g.phones([]int{target}, 10)
+	k := g.rng.IntN(3)
+	for _, p := range ps[:k] {
+		g.send(p, ip)
+		g.approve(p)
+	}
+	// Seconds apart: a renewal at the trip's instant writes the same end.
+	tick := func() { g.clock(1 + int64(g.rng.IntN(120_000))) }
+	m := k + 3 + g.rng.IntN(3)
+	for _, p := range ps[k:m] {
+		g.send(p, ip)
+		tick()
+	}
+	for _, p := range ps[k : k+1+g.rng.IntN(2)] {
+		g.approve(p)
+	}
+	for _, p := range ps[m:] {
+		g.send(p, ip)
+		tick()
+	}
 }
