@@ -68,13 +68,13 @@ func parseValid(raw, region string) (Phone, error) {
 	}
 	// A number is valid exactly when its region's metadata gives it a type
 	// (that is how IsValidNumber decides), so the type lookup doubles as the
-	// validity check and each regex runs once instead of twice.
-	typ := phonenumbers.GetNumberType(num)
+	// validity check; numberKind finds the type and the region in one pass.
+	typ, home := numberKind(num)
 	if typ == phonenumbers.UNKNOWN {
 		return Phone{}, Errorf(EInvalidPhone, "phone is not a valid number%s", notationHint(raw, region))
 	}
 	return Phone{E164: phonenumbers.Format(num, phonenumbers.E164), Type: numberTypeName(typ), num: num,
-		region: phonenumbers.GetRegionCodeForNumber(num)}, nil
+		region: home}, nil
 }
 
 // hintNumber is the number the hint shows: a mobile (a landline would be
