@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/nyaruka/phonenumbers"
 )
 
@@ -18,12 +19,38 @@ func (p Phone) Operator() string {
 	if p.num == nil {
 		return ""
 	}
+	// The prefix data is looked up by the E.164 text's first
+	// operatorPrefixLen characters at most (the longest prefix the library
+	// tries), so numbers that share them share the answer: a new number of
+	// a range seen before costs a cache look-up, not two of the library's
+	// (it asks "en" and then falls back to "en" when the first finds none),
+	// each behind its one global lock.
+	// (E164 is the library's E.164 text of num: parseValid made both.)
+	key := p.E164[:min(len(p.E164), operatorPrefixLen)]
+	if name, ok := operators.Get(key); ok {
+		return name
+	}
 	name, _, err := phonenumbers.GetCarrierWithPrefixForNumber(p.num, "en")
 	if err != nil {
 		return ""
 	}
+	operators.Add(key, name)
 	return name
 }
+
+// operatorPrefixLen is the maxLength GetCarrierWithPrefixForNumber passes
+// its prefix look-up: it reads no character of the E.164 text past it.
+const operatorPrefixLen = 10
+
+// operators remembers Operator's answers by the E.164 text's first
+// operatorPrefixLen characters; bounded, as callers choose the numbers.
+var operators = func() *lru.Cache[string, string] {
+	c, err := lru.New[string, string](1 << 14)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
 
 // MaxOperatorName bounds an operator's name as people see it (subject ids,
 // metric labels); libphonenumber's longest are about 40 bytes.
