@@ -2,6 +2,7 @@ package otp
 
 import (
 	"regexp"
+	"strconv"
 	"sync"
 
 	"github.com/nyaruka/phonenumbers"
@@ -81,6 +82,9 @@ type kindMeta struct {
 	// it has none.
 	leading *regexp.Regexp
 	once    sync.Once
+	// natPrefix is its national-prefix-for-parsing pattern ("^(?:…)"),
+	// nil when it has none.
+	natPrefix *regexp.Regexp
 
 	general, premium, tollFree, sharedCost, voip kindDesc
 	personal, pager, uan, voicemail, fixed       kindDesc
@@ -97,6 +101,9 @@ func (k *kindMeta) compile() {
 	k.sharedCost, k.voip, k.personal = newKindDesc(m.GetSharedCost()), newKindDesc(m.GetVoip()), newKindDesc(m.GetPersonalNumber())
 	k.pager, k.uan, k.voicemail = newKindDesc(m.GetPager()), newKindDesc(m.GetUan()), newKindDesc(m.GetVoicemail())
 	k.fixed, k.mobile = newKindDesc(m.GetFixedLine()), newKindDesc(m.GetMobile())
+	if p := m.GetNationalPrefixForParsing(); p != "" {
+		k.natPrefix = regexp.MustCompile("^(?:" + p + ")")
+	}
 }
 
 // typeOf is the library's getNumberTypeHelper; a region without metadata
@@ -167,3 +174,79 @@ var numberKinds = sync.OnceValue(func() kindTables {
 	}
 	return t
 })
+
+// parseE164 is phonenumbers.Parse(raw, region) for the notation nearly
+// every request uses, "+" and digits, when the library would read the
+// digits after the country code as they are: ok is false whenever it
+// might do more (a digit string it may not take whole, an unknown or
+// zero-led country code, a national prefix its region's rules might
+// strip), and the caller asks the library. It skips what the library runs
+// on every input, its extension, viability and punctuation patterns, none
+// of which can match "+" and digits. TestParseE164IsTheLibrarys and
+// FuzzParseE164 compare the two.
+func parseE164(raw, region string) (num *phonenumbers.PhoneNumber, ok bool) {
+	if len(raw) < 4 || raw[0] != '+' || raw[1] == '0' {
+		return nil, false
+	}
+	digits := raw[1:]
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return nil, false
+		}
+	}
+	// extractCountryCode: the shortest prefix of one to three digits that
+	// is a calling code.
+	codes := phonenumbers.GetSupportedCallingCodes()
+	cc, nsn := 0, ""
+	for i := 1; i <= 3; i++ {
+		c, _ := strconv.Atoi(digits[:i])
+		if codes[c] {
+			cc, nsn = c, digits[i:]
+			break
+		}
+	}
+	if cc == 0 || len(nsn) < phonenumbers.MIN_LENGTH_FOR_NSN || len(nsn) > phonenumbers.MAX_LENGTH_FOR_NSN {
+		return nil, false
+	}
+	// The metadata whose national prefix the library would try to strip:
+	// the number's main region's, or the default region's when that is it.
+	kinds := numberKinds()
+	var k *kindMeta
+	switch home := phonenumbers.GetRegionCodeForCountryCode(cc); {
+	case home == region:
+		k = kinds.regions[region]
+	case home == phonenumbers.REGION_CODE_FOR_NON_GEO_ENTITY:
+		k = kinds.nonGeo[cc]
+	default:
+		k = kinds.regions[home]
+	}
+	if k != nil && k.nationalPrefix() != nil && k.nationalPrefix().MatchString(nsn) {
+		return nil, false
+	}
+	num = &phonenumbers.PhoneNumber{}
+	code := int32(cc)
+	num.CountryCode = &code
+	// setItalianLeadingZerosForPhoneNumber
+	if len(nsn) >= 2 && nsn[0] == '0' {
+		yes := true
+		num.ItalianLeadingZero = &yes
+		zeros := 1
+		for zeros < len(nsn)-1 && nsn[zeros] == '0' {
+			zeros++
+		}
+		if zeros != 1 {
+			n := int32(zeros)
+			num.NumberOfLeadingZeros = &n
+		}
+	}
+	national, _ := strconv.ParseUint(nsn, 10, 64)
+	num.NationalNumber = &national
+	return num, true
+}
+
+// nationalPrefix is the region's national-prefix-for-parsing pattern
+// ("^(?:…)"), nil when it has none.
+func (k *kindMeta) nationalPrefix() *regexp.Regexp {
+	k.once.Do(k.compile)
+	return k.natPrefix
+}

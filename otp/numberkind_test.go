@@ -102,3 +102,134 @@ func FuzzNumberKind(f *testing.F) {
 		checkKind(t, num)
 	})
 }
+
+// sameNumber says how two parsed numbers differ, "" when they do not:
+// every field, set or not.
+func sameNumber(a, b *phonenumbers.PhoneNumber) string {
+	show := func(n *phonenumbers.PhoneNumber) string {
+		s := ""
+		for _, v := range []any{n.CountryCode, n.NationalNumber, n.Extension, n.RawInput, n.PreferredDomesticCarrierCode,
+			n.ItalianLeadingZero, n.NumberOfLeadingZeros, n.CountryCodeSource} {
+			s += numField(v) + " "
+		}
+		return s
+	}
+	if sa, sb := show(a), show(b); sa != sb {
+		return sa + "!= " + sb
+	}
+	return ""
+}
+
+func numField(v any) string {
+	switch p := v.(type) {
+	case *int32:
+		if p != nil {
+			return strconv.Itoa(int(*p))
+		}
+	case *uint64:
+		if p != nil {
+			return strconv.FormatUint(*p, 10)
+		}
+	case *string:
+		if p != nil {
+			return strconv.Quote(*p)
+		}
+	case *bool:
+		if p != nil {
+			return strconv.FormatBool(*p)
+		}
+	case *phonenumbers.PhoneNumber_CountryCodeSource:
+		if p != nil {
+			return p.String()
+		}
+	default:
+		panic("numField: a field type not listed")
+	}
+	return "-"
+}
+
+func checkParseE164(t *testing.T, raw, region string) bool {
+	t.Helper()
+	got, ok := parseE164(raw, region)
+	if !ok {
+		return false
+	}
+	want, err := phonenumbers.Parse(raw, region)
+	if err != nil {
+		t.Fatalf("parseE164(%q, %q) read a number; the library: %v", raw, region, err)
+	}
+	if d := sameNumber(got, want); d != "" {
+		t.Fatalf("parseE164(%q, %q): %s", raw, region, d)
+	}
+	return true
+}
+
+// TestParseE164IsTheLibrarys: every number parseE164 reads it reads as
+// phonenumbers.Parse does, field by field, in every default region (and
+// none, and ones that do not exist): every region's and network's example
+// numbers and numbers around them, random digit strings of every length,
+// and national prefixes and leading zeros after the country code.
+func TestParseE164IsTheLibrarys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(34, 164))
+	var inputs []string
+	for region := range phonenumbers.GetSupportedRegions() {
+		for _, typ := range []phonenumbers.PhoneNumberType{phonenumbers.FIXED_LINE, phonenumbers.MOBILE, phonenumbers.TOLL_FREE} {
+			if n := phonenumbers.GetExampleNumberForType(region, typ); n != nil {
+				e := phonenumbers.Format(n, phonenumbers.E164)
+				cc := strconv.Itoa(int(n.GetCountryCode()))
+				nsn := e[1+len(cc):]
+				inputs = append(inputs, e, "+"+cc+"0"+nsn, "+"+cc+"00"+nsn, "+"+cc+"1"+nsn, "+"+cc+nsn[:len(nsn)-1],
+					"+"+cc+nsn+"5", "+"+cc+"8"+nsn, "+"+cc+"0")
+			}
+		}
+	}
+	for cc := range phonenumbers.GetSupportedCallingCodes() {
+		if n := phonenumbers.GetExampleNumberForNonGeoEntity(cc); n != nil {
+			inputs = append(inputs, phonenumbers.Format(n, phonenumbers.E164))
+		}
+		for l := 0; l <= 18; l++ {
+			var b strings.Builder
+			b.WriteString("+" + strconv.Itoa(cc))
+			for j := 0; j < l; j++ {
+				b.WriteByte(byte('0' + rng.IntN(10)))
+			}
+			inputs = append(inputs, b.String())
+		}
+	}
+	for i := 0; i < 3000; i++ {
+		var b strings.Builder
+		b.WriteByte('+')
+		for j := rng.IntN(22); j >= 0; j-- {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		inputs = append(inputs, b.String())
+	}
+	regions := []string{"", "US", "GB", "001", "XX", "IT", "KZ", "AR"}
+	read := 0
+	for _, raw := range inputs {
+		for _, region := range regions {
+			if checkParseE164(t, raw, region) {
+				read++
+			}
+		}
+	}
+	if read < len(inputs) {
+		t.Fatalf("parseE164 read only %d of %d inputs in %d regions: the test checks too little", read, len(inputs), len(regions))
+	}
+	t.Logf("%d of %d readings taken by parseE164, each the library's", read, len(inputs)*len(regions))
+}
+
+// FuzzParseE164: whatever parseE164 reads, the library reads alike.
+func FuzzParseE164(f *testing.F) {
+	for _, s := range []string{"+14155552671", "+12065550100", "+447400123456", "+4407400123456", "+390612345678",
+		"+80012345678", "+882345678901", "+79123456789", "+5491123456789", "+52115512345678", "+2348051234567"} {
+		f.Add(s, "US")
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, raw, region string) {
+		if len(raw) > maxPhoneInput {
+			return
+		}
+		checkParseE164(t, raw, strings.ToUpper(region))
+	})
+}

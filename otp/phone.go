@@ -62,7 +62,11 @@ func ParsePhone(raw, region string) (Phone, error) {
 // parseValid parses and checks one notation. Its errors say how to write a
 // number that was read as national.
 func parseValid(raw, region string) (Phone, error) {
-	num, err := phonenumbers.Parse(raw, region)
+	num, ok := parseE164(raw, region)
+	var err error
+	if !ok {
+		num, err = phonenumbers.Parse(raw, region)
+	}
 	if err != nil {
 		return Phone{}, &Error{Code: EInvalidPhone, Message: "phone is not a phone number" + notationHint(raw, region), Err: err}
 	}
