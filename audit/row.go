@@ -24,39 +24,43 @@ var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "pho
 	"provider", "provider_message_id", "api_key", "count", "last_at", "subject", "segments"}
 
 // arrays encodes rows for fromArrays: one array per column, in the order of
-// columns, NULL for an empty value.
+// columns, NULL for an empty value. Its elements point into events (which
+// must not change until the statement has run), so a row costs no
+// allocation of its own, and pgx boxes a pointer where it would copy a
+// string or a time to the heap.
 func arrays(events []otp.AuditEvent) []any {
 	n := len(events)
-	ids, kinds, outcomes, requests := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	times := make([]time.Time, n)
+	ids, kinds, outcomes, requests := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	times := make([]*time.Time, n)
 	ips := make([]*netip.Addr, n)
 	phones, reasons, providers, messages, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	counts, lasts, subjects := make([]int32, n), make([]*time.Time, n), make([]*string, n)
-	segments := make([]*int16, n)
+	segments, segs := make([]*int16, n), make([]int16, n)
 	for i := range events {
 		e := &events[i]
-		ids[i], times[i], kinds[i], outcomes[i], requests[i] = e.ID, e.Time, e.Kind, e.Outcome, e.RequestID
+		ids[i], times[i], kinds[i], outcomes[i], requests[i] = &e.ID, &e.Time, &e.Kind, &e.Outcome, &e.RequestID
 		if e.ClientIP.IsValid() {
 			ips[i] = &e.ClientIP
 		}
-		phones[i], reasons[i], providers[i], messages[i], keys[i] = null(e.Phone), null(e.Reason), null(e.Provider), null(e.MessageID), null(e.APIKey)
-		counts[i], subjects[i] = int32(min(e.Requests(), 1<<31-1)), null(e.Subject)
+		phones[i], reasons[i], providers[i], messages[i], keys[i] = null(&e.Phone), null(&e.Reason), null(&e.Provider), null(&e.MessageID), null(&e.APIKey)
+		counts[i], subjects[i] = int32(min(e.Requests(), 1<<31-1)), null(&e.Subject)
 		if e.Rollup() {
 			lasts[i] = &e.LastAt
 		}
 		if e.Segments > 0 {
-			s := int16(min(e.Segments, 1<<15-1))
-			segments[i] = &s
+			segs[i] = int16(min(e.Segments, 1<<15-1))
+			segments[i] = &segs[i]
 		}
 	}
 	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys, counts, lasts, subjects, segments}
 }
 
-func null(s string) *string {
-	if s == "" {
+// null is s, or nil (SQL NULL) for an empty string.
+func null(s *string) *string {
+	if *s == "" {
 		return nil
 	}
-	return &s
+	return s
 }
 
 var (
