@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 )
 
 // MinSecretLength is the shortest SMSGW_SECRET accepted: 32 characters carry
@@ -24,6 +26,9 @@ type Secrets struct {
 	aead   cipher.AEAD
 	// subjectKey names a caller's limit-key values in Redis keys.
 	subjectKey []byte
+	// macs are HMACs keyed with macKey, reset between uses: a new one
+	// derives its inner and outer keyed states again.
+	macs *sync.Pool
 }
 
 // NewSecrets derives the code keys from secret with HKDF-SHA256, one key per
@@ -52,7 +57,8 @@ func NewSecrets(secret string) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Secrets{macKey: macKey, aead: aead, subjectKey: subjectKey}, nil
+	return &Secrets{macKey: macKey, aead: aead, subjectKey: subjectKey,
+		macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, macKey) }}}, nil
 }
 
 // RandomSecret returns a fresh secret, for dev mode only: codes do not
@@ -64,11 +70,14 @@ func RandomSecret() string {
 // MAC binds a code to its phone: the same code for two phones gives two
 // unrelated MACs, and a MAC for one phone never matches a guess for another.
 func (s *Secrets) MAC(phone, code string) []byte {
-	m := hmac.New(sha256.New, s.macKey)
+	m := s.macs.Get().(hash.Hash)
+	m.Reset()
 	m.Write([]byte(phone))
 	m.Write([]byte{0})
 	m.Write([]byte(code))
-	return m.Sum(nil)
+	sum := m.Sum(make([]byte, 0, sha256.Size))
+	s.macs.Put(m)
+	return sum
 }
 
 // SubjectMAC names a caller's limit-key value (an account, a session) in
