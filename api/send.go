@@ -129,7 +129,7 @@ func (s *Server) handleSend(c echo.Context) error {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
 	s.recordSent(ctx, res, ev)
-	return c.JSON(http.StatusAccepted, sendResponse{
+	return answerAccepted(c, sendResponse{
 		ID: res.RequestID, VerificationID: res.VerificationID, Phone: res.Phone.E164, Status: "pending",
 		ExpiresIn: ceilSeconds(res.ExpiresIn),
 	})
