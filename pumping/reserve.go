@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,13 +109,11 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 		if !refused {
 			counted = append(counted, c)
 		}
-		if rule > 0 {
+		if rule > 0 && (refused && res.Refused == nil || !refused && res.Shadow == nil && mode == modeShadow) {
 			r, s := g.refusal(c)
 			if refused {
-				if res.Refused == nil {
-					res.Refused, refusedSubject = &r, s
-				}
-			} else if res.Shadow == nil && mode == modeShadow {
+				res.Refused, refusedSubject = &r, s
+			} else {
 				res.Shadow = &r
 			}
 		}
@@ -218,7 +217,9 @@ func (g *Guard) refusal(c call) (otp.PumpingRefusal, subject) {
 		}
 	}
 	return otp.PumpingRefusal{
-		Rule: rule, Scope: scope(rule), Subject: s.id, Used: used, Limit: limit, Window: window,
+		// A subject's id is a piece of its send's keys (pieces): a refusal,
+		// which may be held in memory, keeps its own copy.
+		Rule: rule, Scope: scope(rule), Subject: strings.Clone(s.id), Used: used, Limit: limit, Window: window,
 		RetryAfter: max(c.reply.retry, time.Second),
 	}, s
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"smsgw/otp"
 )
@@ -73,12 +74,32 @@ func countryOf(p otp.Phone) string { return p.PumpingCountry() }
 // destination lists the phone's ranges and country, under the country's
 // hash tag. A range never reaches into the country code: a block shorter
 // than the code plus one digit would span countries.
+//
+// Its keys and ids are pieces of one string (pieces), one allocation for
+// them all.
 func (g *Guard) destination(p otp.Phone) group {
 	c := countryOf(p)
-	tag := g.prefix + "pump:{d:" + c + "}:"
 	digits := p.E164[1:]
 	cc := callingCodeLen(p)
-	out := group{record: tag + "p:" + p.E164}
+	var b pieces
+	b.grow(destinationBytes(len(g.prefix), len(c), len(digits)))
+	// tag is "<prefix>pump:{d:<country>}:", written before each key.
+	tag := func() int {
+		at := len(b.b)
+		b.b = append(b.b, g.prefix...)
+		b.b = append(b.b, "pump:{d:"...)
+		b.b = append(b.b, c...)
+		b.b = append(b.b, "}:"...)
+		return at
+	}
+	var (
+		subjects [6]subject // 4 ranges, an operator, the country
+		spans    [6]struct{ key, id span }
+		n        int
+	)
+	at := tag()
+	b.add("p:", p.E164)
+	record := b.from(at)
 	for _, rule := range []string{RuleRange100, RuleRange1k, RuleRange10k, RuleRange100k} {
 		floor := g.cfg.Floors[rule]
 		drop := rangeDigits[rule]
@@ -86,26 +107,79 @@ func (g *Guard) destination(p otp.Phone) group {
 			continue
 		}
 		block := digits[:len(digits)-drop]
-		out.subjects = append(out.subjects, subject{rule: rule, kind: 'r', floor: floor,
-			id: "+" + block + strings.Repeat("x", drop), key: tag + "r:" + block})
+		at := tag()
+		b.add("r:", block)
+		spans[n].key = b.from(at)
+		at = len(b.b)
+		b.add("+", block)
+		for range drop {
+			b.b = append(b.b, 'x')
+		}
+		spans[n].id = b.from(at)
+		subjects[n] = subject{rule: rule, kind: 'r', floor: floor}
+		n++
 	}
 	block, _ := returningBlock(p)
-	ret := tag + "v:" + block
+	at = tag()
+	b.add("v:", block)
+	ret := b.from(at)
 	// The operator goes before its country: an attack on its ranges
 	// restricts it first, and its refused sends then count nowhere, so the
 	// country's other operators are still served.
+	var opKey, opChallenged, opForeign span
+	var opID string
+	op := -1
 	if floor := g.cfg.Floors[RuleOperator]; floor > 0 {
 		if name, k, ok := operatorOf(p); ok {
-			key := tag + "o:" + k
-			out.subjects = append(out.subjects, subject{rule: RuleOperator, kind: 'c', floor: restrictedFloor(floor, p),
-				id: otp.OperatorID(c, name), key: key, challenged: key + ":cc", foreign: key + ":cf", ret: ret})
+			at := tag()
+			b.add("o:", k, ":cc")
+			opChallenged = b.from(at)
+			opKey = span{opChallenged.from, opChallenged.to - len(":cc")}
+			at = tag()
+			b.add("o:", k, ":cf")
+			opForeign = b.from(at)
+			opID, op = otp.OperatorID(c, name), n
+			subjects[n] = subject{rule: RuleOperator, kind: 'c', floor: restrictedFloor(floor, p)}
+			n++
 		}
 	}
+	var cKey, cChallenged, cForeign span
+	country := -1
 	if floor := g.cfg.Floors[RuleCountry]; floor > 0 {
-		out.subjects = append(out.subjects, subject{rule: RuleCountry, kind: 'c', floor: restrictedFloor(floor, p), id: c,
-			key: tag + "c", challenged: tag + "cc", foreign: tag + "cf", ret: ret})
+		at := tag()
+		b.add("cc")
+		cChallenged = b.from(at)
+		cKey = span{cChallenged.from, cChallenged.to - 1}
+		at = tag()
+		b.add("cf")
+		cForeign = b.from(at)
+		country = n
+		subjects[n] = subject{rule: RuleCountry, kind: 'c', floor: restrictedFloor(floor, p), id: c}
+		n++
+	}
+	all := b.done()
+	out := group{record: record.of(all), subjects: make([]subject, n)}
+	copy(out.subjects, subjects[:n])
+	for i := range out.subjects {
+		s := &out.subjects[i]
+		switch i {
+		case op:
+			s.id, s.key, s.challenged, s.foreign, s.ret = opID, opKey.of(all), opChallenged.of(all), opForeign.of(all), ret.of(all)
+		case country:
+			s.key, s.challenged, s.foreign, s.ret = cKey.of(all), cChallenged.of(all), cForeign.of(all), ret.of(all)
+		default:
+			s.key, s.id = spans[i].key.of(all), spans[i].id.of(all)
+		}
 	}
 	return out
+}
+
+// destinationBytes is about what destination writes: its record, four
+// ranges' keys and ids, the returning block and up to five keys of an
+// operator and a country (an operator's key is longer: pieces grows).
+func destinationBytes(prefix, country, digits int) int {
+	tag := prefix + len("pump:{d:}:") + country
+	return 11*tag + 2 + 1 + digits + 4*(2+digits+1+digits) + 2 + digits + 2*(2+24+3) + 4
 }
 
 // restrictedFloor is a country's or operator's floor for the phone: a
@@ -154,6 +228,10 @@ var (
 // caller lists the client's networks, under the hash tag of the widest one
 // (every narrower network of an address lies inside it); the signal levels
 // carry their ledger of texts to country.
+//
+// Its keys and ids are pieces of one string (pieces): a level's key is
+// "<tag><bits>:<id>", its id the key's end and its ledger the key and
+// ":<country>", so each level writes one string.
 func (g *Guard) caller(ip netip.Addr, country string) group {
 	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
@@ -164,25 +242,82 @@ func (g *Guard) caller(ip netip.Addr, country string) group {
 		levels = ipv4Levels
 	}
 	widest, _ := ip.Prefix(levels[0].bits)
-	tag := g.prefix + "pump:{n:" + widest.String() + "}:"
-	var out group
+	var b pieces
+	b.grow(len(levels) * (len(g.prefix) + len("pump:{n:}:") + 2*len("ffff:ffff:ffff:ffff::/64") + 4 + 1 + len(country)))
+	var (
+		subjects [4]subject // the most levels of a family
+		spans    [4]struct{ key, id, sub span }
+		n        int
+	)
 	for _, l := range levels {
 		floor := g.cfg.Floors[l.rule]
 		if floor <= 0 {
 			continue
 		}
-		p, _ := ip.Prefix(l.bits)
-		id := p.String()
+		at := len(b.b)
+		b.add(g.prefix, "pump:{n:")
+		b.b = widest.AppendTo(b.b)
+		b.add("}:")
+		b.b = strconv.AppendInt(b.b, int64(l.bits), 10)
+		b.add(":")
+		idAt := len(b.b)
 		if ip.Is4() && l.bits == 32 {
-			id = ip.String()
+			b.b = ip.AppendTo(b.b)
+		} else {
+			p, _ := ip.Prefix(l.bits)
+			b.b = p.AppendTo(b.b)
 		}
-		s := subject{rule: l.rule, kind: 'n', floor: floor, id: id, key: tag + strconv.Itoa(l.bits) + ":" + id}
+		spans[n].key, spans[n].id = b.from(at), b.from(idAt)
 		if l.signal {
-			s.sub = s.key + ":" + country
+			b.add(":", country)
+			spans[n].sub = b.from(at)
 		}
-		out.subjects = append(out.subjects, s)
+		subjects[n] = subject{rule: l.rule, kind: 'n', floor: floor}
+		n++
+	}
+	all := b.done()
+	out := group{subjects: make([]subject, n)}
+	copy(out.subjects, subjects[:n])
+	for i := range out.subjects {
+		s := &out.subjects[i]
+		s.key, s.id, s.sub = spans[i].key.of(all), spans[i].id.of(all), spans[i].sub.of(all)
 	}
 	return out
+}
+
+// pieces writes several strings as pieces of one: a send's keys and ids
+// cost one allocation, not one each. A piece keeps the whole string
+// alive; what outlives the send (a hold's subject) is cloned.
+type pieces struct{ b []byte }
+
+// span is a piece, by its place in the string.
+type span struct{ from, to int }
+
+func (p *pieces) grow(n int) { p.b = make([]byte, 0, n) }
+
+// add writes ss.
+func (p *pieces) add(ss ...string) {
+	for _, s := range ss {
+		p.b = append(p.b, s...)
+	}
+}
+
+// from is the piece written since at.
+func (p *pieces) from(at int) span { return span{at, len(p.b)} }
+
+// done is the string written; nothing may be written after.
+func (p *pieces) done() string {
+	s := unsafe.String(unsafe.SliceData(p.b), len(p.b))
+	p.b = nil
+	return s
+}
+
+// of is the piece of all; "" for an empty span.
+func (s span) of(all string) string {
+	if s.to == s.from {
+		return ""
+	}
+	return all[s.from:s.to]
 }
 
 // networkID is what a phone's record keeps of the caller, for crediting an
