@@ -67,6 +67,9 @@ type decideArgs struct {
 	// returningDays is how many days a returning number's approval counts.
 	returningDays int64
 	subjects      []decideSubject
+	// head, when set, is the guard's arguments above already in
+	// interfaces (decideHead): argv then boxes only the send's own.
+	head *decideHead
 }
 
 // decideSubject is one subject's triple, by kind:
@@ -107,14 +110,97 @@ const (
 
 func (a decideArgs) argv() []any {
 	argv := make([]any, 0, decideArgSubjects-1+3*len(a.subjects))
-	argv = append(argv, a.now, ms(a.bucket), a.buckets, int(a.mode),
-		strconv.FormatFloat(a.ratio, 'g', -1, 64), strconv.FormatFloat(a.hourFactor, 'g', -1, 64),
-		ms(a.restrictFor), a.phone, a.netid, len(a.subjects), flag(a.record), ms(a.probeEvery),
-		a.signal, a.tail+" "+strconv.FormatInt(a.returningDays, 10))
+	if h := a.head; h != nil {
+		argv = append(argv, a.now, h.bucket, h.buckets, int(a.mode), h.ratio, h.hourFactor,
+			h.restrictFor, a.phone, a.netid, len(a.subjects), boxedFlag(a.record), h.probeEvery,
+			boxedSignal(a.signal), a.tail+h.days)
+	} else {
+		argv = append(argv, a.now, ms(a.bucket), a.buckets, int(a.mode),
+			strconv.FormatFloat(a.ratio, 'g', -1, 64), strconv.FormatFloat(a.hourFactor, 'g', -1, 64),
+			ms(a.restrictFor), a.phone, a.netid, len(a.subjects), flag(a.record), ms(a.probeEvery),
+			a.signal, a.tail+" "+strconv.FormatInt(a.returningDays, 10))
+	}
 	for _, s := range a.subjects {
-		argv = append(argv, s.kind, s.p1, s.p2)
+		argv = append(argv, boxedKind(s.kind), s.p1, s.p2)
 	}
 	return argv
+}
+
+// decideHead is what a guard's every decideArgs holds alike, made once
+// (newDecideHead) in the types argv gives them, boxed: a send then
+// allocates only for its own arguments.
+type decideHead struct {
+	bucket, buckets, ratio, hourFactor, restrictFor, probeEvery any
+	// days is " " and the returning days, after the phone's tail.
+	days string
+	// countryP2 is a country's p2 by [challenge budget][operator];
+	// spendP2 the spend ledger's.
+	countryP2 [2][2]any
+	spendP2   any
+}
+
+func newDecideHead(a decideArgs, challengeBudget bool, spendP2 string) *decideHead {
+	h := &decideHead{bucket: ms(a.bucket), buckets: a.buckets, ratio: strconv.FormatFloat(a.ratio, 'g', -1, 64),
+		hourFactor: strconv.FormatFloat(a.hourFactor, 'g', -1, 64), restrictFor: ms(a.restrictFor),
+		probeEvery: ms(a.probeEvery), days: " " + strconv.FormatInt(a.returningDays, 10), spendP2: spendP2}
+	for op := range 2 {
+		p2 := flag(challengeBudget)
+		if op == 1 {
+			p2 += "o"
+		}
+		h.countryP2[btoi(challengeBudget)][op] = p2
+	}
+	return h
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// boxedFlag is flag(b) in an interface: a constant's costs no allocation,
+// a string's made at run time one.
+func boxedFlag(b bool) any {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// boxedSignal is signal in an interface, without an allocation for the
+// signals there are.
+func boxedSignal(signal string) any {
+	switch signal {
+	case "1":
+		return "1"
+	case "2":
+		return "2"
+	case "0":
+		return "0"
+	case "?":
+		return "?"
+	}
+	return signal
+}
+
+// boxedKind is a subject's kind in an interface, without an allocation
+// for the kinds there are.
+func boxedKind(kind string) any {
+	switch kind {
+	case "r":
+		return "r"
+	case "c":
+		return "c"
+	case "n":
+		return "n"
+	case "N":
+		return "N"
+	case "m":
+		return "m"
+	}
+	return kind
 }
 
 // decideVerdict is the reply's first integer.

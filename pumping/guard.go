@@ -10,6 +10,7 @@ import (
 	"embed"
 	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,9 @@ type Guard struct {
 	m         *metrics
 	// clock replaces Redis TIME; only tests and the simulation set it.
 	clock func(context.Context) time.Time
+	// head is decide.lua's arguments that every call of the guard holds
+	// alike, made on the first call (decideBase).
+	head atomic.Pointer[decideHead]
 }
 
 // luaFiles are the package's scripts, each loaded after the prelude every

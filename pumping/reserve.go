@@ -164,25 +164,34 @@ func merge(groups []group) group {
 // decideArgs is one group's decide.lua ARGV for a send.
 func (g *Guard) decideArgs(ctx context.Context, grp group, phone otp.Phone, netid string, mode decideMode, signal string) decideArgs {
 	_, tail := returningBlock(phone)
-	a := decideArgs{now: g.redisNow(ctx), bucket: bucket, buckets: int64(g.cfg.Window / bucket), mode: mode,
-		ratio: g.cfg.Ratio, hourFactor: g.cfg.HourFactor, restrictFor: g.cfg.RestrictFor, phone: phone.E164,
-		netid: netid, record: grp.record != "", probeEvery: g.cfg.ProbeEvery, signal: signal, tail: tail,
-		returningDays: int64((g.cfg.ReturningFor + 24*time.Hour - 1) / (24 * time.Hour)),
-		subjects:      make([]decideSubject, 0, len(grp.subjects))}
+	a := g.decideBase()
+	a.now, a.mode, a.phone, a.netid, a.record, a.signal, a.tail = g.redisNow(ctx), mode, phone.E164, netid, grp.record != "", signal, tail
+	a.subjects = make([]decideSubject, 0, len(grp.subjects))
+	h := a.head
 	for _, s := range grp.subjects {
 		switch s.kind {
 		case 'm':
-			a.subjects = append(a.subjects, decideSubject{"m", s.price,
-				strconv.FormatInt(micros(g.cfg.Spend.Hour), 10) + " " + strconv.FormatInt(micros(g.cfg.Spend.Day), 10)})
+			a.subjects = append(a.subjects, decideSubject{"m", s.price, h.spendP2})
 		case 'c':
-			p2 := flag(g.cfg.ChallengeBudget)
-			if s.rule == RuleOperator {
-				p2 += "o"
-			}
-			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, p2})
+			a.subjects = append(a.subjects, decideSubject{"c", s.floor, h.countryP2[btoi(g.cfg.ChallengeBudget)][btoi(s.rule == RuleOperator)]})
 		default:
 			a.subjects = append(a.subjects, decideSubject{s.arg(), s.floor, ""})
 		}
+	}
+	return a
+}
+
+// decideBase is what the guard's every decideArgs holds alike, with its
+// head (made once).
+func (g *Guard) decideBase() decideArgs {
+	a := decideArgs{bucket: bucket, buckets: int64(g.cfg.Window / bucket),
+		ratio: g.cfg.Ratio, hourFactor: g.cfg.HourFactor, restrictFor: g.cfg.RestrictFor, probeEvery: g.cfg.ProbeEvery,
+		returningDays: int64((g.cfg.ReturningFor + 24*time.Hour - 1) / (24 * time.Hour))}
+	a.head = g.head.Load()
+	if a.head == nil {
+		a.head = newDecideHead(a, g.cfg.ChallengeBudget,
+			strconv.FormatInt(micros(g.cfg.Spend.Hour), 10)+" "+strconv.FormatInt(micros(g.cfg.Spend.Day), 10))
+		g.head.Store(a.head)
 	}
 	return a
 }
