@@ -155,7 +155,7 @@ func (g *Guard) Held(phone otp.Phone, ip netip.Addr) (otp.PumpingRefusal, bool) 
 // groups lists the subject groups a send is decided on: in off mode only the
 // money ceiling, which is configured explicitly, remains.
 func (g *Guard) groups(phone otp.Phone, ip netip.Addr) []group {
-	var out []group
+	out := make([]group, 0, 3)
 	if g.cfg.Mode != ModeOff {
 		// The destination group always goes: its record of the phone is
 		// how an approval finds the networks to credit.

@@ -150,11 +150,14 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 // keys in order, so the destination group's record stays first.
 func merge(groups []group) group {
 	out := group{}
+	n := 0
 	for _, grp := range groups {
 		if grp.record != "" {
 			out.record = grp.record
 		}
+		n += len(grp.subjects)
 	}
+	out.subjects = make([]subject, 0, n)
 	for _, grp := range groups {
 		out.subjects = append(out.subjects, grp.subjects...)
 	}

@@ -52,7 +52,16 @@ type group struct {
 }
 
 func (g *group) keys() []string {
-	keys := make([]string, 0, len(g.subjects)+2)
+	n := 1 + len(g.subjects)
+	for _, s := range g.subjects {
+		if s.kind == 'c' {
+			n += 3
+		}
+		if s.sub != "" {
+			n++
+		}
+	}
+	keys := make([]string, 0, n)
 	if g.record != "" {
 		keys = append(keys, g.record)
 	}
