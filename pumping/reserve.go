@@ -112,6 +112,11 @@ func (g *Guard) conclude(ctx context.Context, phone otp.Phone, mode decideMode, 
 		if rule > 0 && (refused && res.Refused == nil || !refused && res.Shadow == nil && mode == modeShadow) {
 			r, s := g.refusal(c)
 			if refused {
+				// A subject's id is a piece of its send's keys (pieces): a
+				// refusal, which is held in memory, keeps its own copy. (A
+				// shadow's lives as long as the reservation, which holds
+				// the keys anyway.)
+				r.Subject = strings.Clone(r.Subject)
 				res.Refused, refusedSubject = &r, s
 			} else {
 				res.Shadow = &r
@@ -229,9 +234,7 @@ func (g *Guard) refusal(c call) (otp.PumpingRefusal, subject) {
 		}
 	}
 	return otp.PumpingRefusal{
-		// A subject's id is a piece of its send's keys (pieces): a refusal,
-		// which may be held in memory, keeps its own copy.
-		Rule: rule, Scope: scope(rule), Subject: strings.Clone(s.id), Used: used, Limit: limit, Window: window,
+		Rule: rule, Scope: scope(rule), Subject: s.id, Used: used, Limit: limit, Window: window,
 		RetryAfter: max(c.reply.retry, time.Second),
 	}, s
 }

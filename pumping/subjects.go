@@ -38,8 +38,17 @@ type subject struct {
 // arg is the subject's kind as the scripts read it: "N" is a network with
 // a country ledger (two keys).
 func (s subject) arg() string {
-	if s.sub != "" {
+	switch {
+	case s.sub != "":
 		return "N"
+	case s.kind == 'r':
+		return "r" // a constant: string(s.kind) allocates
+	case s.kind == 'c':
+		return "c"
+	case s.kind == 'n':
+		return "n"
+	case s.kind == 'm':
+		return "m"
 	}
 	return string(s.kind)
 }
