@@ -87,7 +87,12 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 		out.Decision, out.Limited = d, true
 	}
 	if !out.Limited || out.Decision.Allowed {
-		windows = &windowsPart{w: w, undo: true}
+		// The windows and the code in one allocation.
+		both := &struct {
+			windows windowsPart
+			issue   issuePart
+		}{windows: windowsPart{w: w, undo: true}}
+		windows = &both.windows
 		parts.put(windows)
 		if adm.Pumping {
 			if pump, err = prepare(); err != nil {
@@ -97,7 +102,7 @@ func (a *Admitter) admit(ctx context.Context, adm otp.Admission, prepare func() 
 				parts.put(d) // one at most: one primary is one tag
 			}
 		}
-		issue = &issuePart{}
+		issue = &both.issue
 		issue.keys, issue.args = a.codes.IssueCall(adm.Phone.E164, adm.Code, adm.CodeTTL)
 		parts.put(issue)
 	}

@@ -133,7 +133,7 @@ type unit struct {
 	slot  uint16
 	parts slots
 	ran   *replies // nil: no reply to read
-	errs  []error
+	errs  [nScripts]error
 	err   error
 }
 

@@ -171,7 +171,7 @@ func layout(parts []Part, tagged bool) (keys []string, args []any) {
 			args = append(args, len(p.Keys()), len(p.Args()))
 		}
 	}
-	args = append(args, argTagged[tagged])
+	args = append(args, argTagged(tagged))
 	for _, p := range parts {
 		if p != nil {
 			keys = append(keys, p.Keys()...)
@@ -181,21 +181,27 @@ func layout(parts []Part, tagged bool) (keys []string, args []any) {
 	return keys, args
 }
 
-// argTagged is the composed script's ARGV[2n+1].
-var argTagged = map[bool]string{false: "0", true: "1"}
+// argTagged is the composed script's ARGV[2n+1] (a constant in an
+// interface: no allocation).
+func argTagged(tagged bool) any {
+	if tagged {
+		return "1"
+	}
+	return "0"
+}
 
 // replies splits the composed reply: each part's own reply at its place,
 // and whether it ran.
 type replies struct {
-	reply []any
-	ran   []bool
+	reply [nScripts]any
+	ran   [nScripts]bool
 }
 
 // split reads the reply of a script composed of n parts.
 func split(v any, n int) (replies, error) {
-	out := replies{reply: make([]any, n), ran: make([]bool, n)}
+	var out replies
 	r, ok := v.([]any)
-	if !ok || len(r) != n {
+	if !ok || len(r) != n || n > nScripts {
 		return out, fmt.Errorf("unexpected reply %v", v)
 	}
 	for i, e := range r {
@@ -218,8 +224,7 @@ func split(v any, n int) (replies, error) {
 
 // read hands each part of s that ran its own reply, and says what each
 // reader answered, by place.
-func (r replies) read(s []Part) []error {
-	errs := make([]error, len(s))
+func (r *replies) read(s []Part) (errs [nScripts]error) {
 	for i, p := range s {
 		if p != nil && r.ran[i] {
 			errs[i] = p.Read(r.reply[i])

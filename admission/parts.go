@@ -121,6 +121,9 @@ type pumpingPart struct {
 	// returns what takes it back (nil: nothing), for the composer to run
 	// now or after its answer.
 	abandon func(ctx context.Context, replies []any) (release func())
+	// one, when set, is a decision prepared as one call (onePumping),
+	// read in place of conclude and abandon: one allocation, not four.
+	one *onePumped
 }
 
 // replies are the calls' replies, nil for a call that did not run.
@@ -134,6 +137,13 @@ func (p pumpingPart) replies() []any {
 
 // read concludes the reservation.
 func (p pumpingPart) read(ctx context.Context) (otp.PumpingReservation, error) {
+	if o := p.one; o != nil {
+		var v any
+		if len(p.decides) > 0 {
+			v = p.decides[0].reply
+		}
+		return o.d.Read(ctx, v)
+	}
 	if p.conclude == nil {
 		return otp.PumpingReservation{}, nil
 	}
@@ -142,6 +152,9 @@ func (p pumpingPart) read(ctx context.Context) (otp.PumpingReservation, error) {
 
 // release abandons the part: what takes back what it counted, or nil.
 func (p pumpingPart) release(ctx context.Context) func() {
+	if p.one != nil {
+		return p.one.release(ctx, p.decides)
+	}
 	if p.abandon == nil {
 		return nil
 	}
@@ -165,30 +178,40 @@ func tagPumping(d pumping.TagDecisions) pumpingPart {
 // decided its own groups first and abandons them when the call does not
 // run. What the call counted, abandon releases (warn hears a failure).
 func onePumping(g *pumping.Guard, d pumping.Decision, warn func(context.Context, error)) pumpingPart {
-	p := pumpingPart{conclude: func(ctx context.Context, replies []any) (otp.PumpingReservation, error) {
-		var v any
-		if len(replies) > 0 {
-			v = replies[0]
-		}
-		return d.Read(ctx, v)
-	}}
+	o := &onePumped{g: g, d: d, warn: warn}
+	p := pumpingPart{one: o}
 	if d.Keys == nil {
 		return p // nothing to decide or count: only what the caller decided
 	}
-	p.decides = []*decidePart{{call: call{d.Keys, d.Args}}}
-	p.abandon = func(ctx context.Context, replies []any) func() {
-		if replies[0] == nil {
-			return nil // the caller abandons what it decided
-		}
-		res, err := d.Read(ctx, replies[0])
-		if err != nil || res.Refused != nil {
-			return nil
-		}
-		return func() {
-			if err := g.Release(context.WithoutCancel(ctx), res); err != nil && warn != nil {
-				warn(ctx, err)
-			}
+	o.part.call = call{d.Keys, d.Args}
+	o.slot[0] = &o.part
+	p.decides = o.slot[:]
+	return p
+}
+
+// onePumped is onePumping's part: the decision, its one call and what
+// reads it, in one allocation.
+type onePumped struct {
+	g    *pumping.Guard
+	d    pumping.Decision
+	warn func(context.Context, error)
+	part decidePart
+	slot [1]*decidePart
+}
+
+// release abandons the decision's call: what takes back what it counted,
+// or nil (it did not run, or counted nothing).
+func (o *onePumped) release(ctx context.Context, decides []*decidePart) func() {
+	if len(decides) == 0 || decides[0].reply == nil {
+		return nil // the caller abandons what it decided
+	}
+	res, err := o.d.Read(ctx, decides[0].reply)
+	if err != nil || res.Refused != nil {
+		return nil
+	}
+	return func() {
+		if err := o.g.Release(context.WithoutCancel(ctx), res); err != nil && o.warn != nil {
+			o.warn(ctx, err)
 		}
 	}
-	return p
 }
