@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"smsgw/internal/luascript"
 	"smsgw/otp"
@@ -55,19 +56,48 @@ func (l *Limiter) windows(ticket string, subjects []otp.Subject, remember bool) 
 		w.decided = &otp.Decision{Allowed: true}
 		return w, nil
 	}
-	keys := l.subjectKeys(subjects)
+	undoKeys := l.keysWithPending(subjects)
+	keys := undoKeys[:len(subjects):len(subjects)]
 	if remember {
 		if d, ok := l.remembered(subjects, keys, w.start); ok {
 			w.decided = &d
 			return w, nil
 		}
 	}
-	if len(l.slots(subjects)) > 1 {
+	if l.cluster && len(subjects) > 1 && len(l.slots(subjects)) > 1 {
 		return Windows{}, errSeveralSlots
 	}
 	w.Keys, w.Args = keys, l.allowArgs(ticket, 0, subjects).argv()
-	w.UndoKeys, w.UndoArgs = withPending(keys), settleArgs{ticket, settleRelease}.argv()
+	// The ticket as allow's ARGV holds it, already in an interface.
+	w.UndoKeys, w.UndoArgs = undoKeys, []any{w.Args[allowArgTicket-1], string(settleRelease)}
 	return w, nil
+}
+
+// keysWithPending is withPending(l.subjectKeys(subjects)), its strings
+// pieces of one: a subject's key is its pending set's without the
+// suffix.
+func (l *Limiter) keysWithPending(subjects []otp.Subject) []string {
+	n := 0
+	for _, s := range subjects {
+		n += len(l.prefix) + len("rl:{}") + len(s.Key) + len(pendingSuffix)
+	}
+	b := make([]byte, 0, n)
+	for _, s := range subjects {
+		b = append(b, l.prefix...)
+		b = append(b, "rl:{"...)
+		b = append(b, s.Key...)
+		b = append(b, '}')
+		b = append(b, pendingSuffix...)
+	}
+	all := unsafe.String(unsafe.SliceData(b), len(b))
+	out := make([]string, 2*len(subjects))
+	at := 0
+	for i, s := range subjects {
+		end := at + len(l.prefix) + len("rl:{}") + len(s.Key) + len(pendingSuffix)
+		out[i], out[len(subjects)+i] = all[at:end-len(pendingSuffix)], all[at:end]
+		at = end
+	}
+	return out
 }
 
 // Decided is the decision when no call is needed: no subject, or a refusal
