@@ -163,8 +163,13 @@ func (d Decision) Read(ctx context.Context, v any) (otp.PumpingReservation, erro
 	if d.read != nil {
 		*d.read = true
 	}
-	calls := slices.Clone(d.here)
-	errs := make([]error, len(calls), len(calls)+1)
+	// The one call on one primary: no slices to make.
+	var oneCall [1]call
+	var oneErr [1]error
+	calls, errs := oneCall[:0], oneErr[:0]
+	if len(d.here) > 0 {
+		calls, errs = slices.Clone(d.here), make([]error, len(d.here), len(d.here)+1)
+	}
 	if d.Keys != nil {
 		c, err := readCall(d.grp, d.phone, v)
 		calls, errs = append(calls, c), append(errs, err)

@@ -256,7 +256,7 @@ func parseDecideReply(v any, subjects int) (decideReply, error) {
 	if !ok || len(vals) != decideReplyLen {
 		return decideReply{}, fmt.Errorf("unexpected reply %v", v)
 	}
-	n := make([]int64, len(vals))
+	var n [decideReplyLen]int64
 	for i, x := range vals {
 		if n[i], ok = x.(int64); !ok {
 			return decideReply{}, fmt.Errorf("unexpected reply %v", v)
