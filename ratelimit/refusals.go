@@ -57,7 +57,10 @@ func (r *refusals) lookup(keys []string, now time.Time) (refusal, bool) {
 }
 
 // remember records a refusal, evicting the least recently used when full.
-func (r *refusals) remember(key string, f refusal) { r.m.Add(key, f) }
+// remember copies key: a send's keys are slices of one longer string
+// (keysWithPending), which a remembered refusal would otherwise keep alive for
+// as long as it is held, 100,000 of them under a flood.
+func (r *refusals) remember(key string, f refusal) { r.m.Add(strings.Clone(key), f) }
 
 func (r *refusals) forget(keys []string) {
 	for _, k := range keys {
