@@ -1,20 +1,11 @@
 package api_test
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"smsgw/audit"
-	"smsgw/internal/app"
-	"smsgw/internal/app/apptest"
-	"smsgw/internal/testenv"
-	"smsgw/pumping"
 )
 
 // BenchmarkAcceptedHandler is the accepted path without a network: every
@@ -26,26 +17,7 @@ import (
 // (go test -run '^$' -bench AcceptedHandler -benchmem ./api); with
 // -cpuprofile it is the profile of an accepted send.
 func BenchmarkAcceptedHandler(b *testing.B) {
-	rdb, prefix := testenv.Redis(b)
-	pool := testenv.Pool(b)
-	writer, err := audit.NewWriter(pool, audit.Options{SpoolDir: b.TempDir()}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	go writer.Run(context.Background())
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		writer.Close(ctx)
-	})
-	shadow := pumping.DefaultConfig()
-	shadow.Mode = pumping.ModeShadow
-	svc := apptest.New(b, apptest.Options{Redis: rdb, Prefix: prefix, Pumping: &shadow, AuditLog: writer,
-		Config: func(c *app.Config) {
-			c.Server.TrustedProxies = []string{"127.0.0.0/8"}
-			c.Limits.LocalRefusalCache = 100000
-		}})
-	h := svc.App.Handler
+	h := benchHandler(b)
 	var seq atomic.Uint64
 	send := func() int {
 		n := seq.Add(1)

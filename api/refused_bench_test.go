@@ -1,19 +1,13 @@
 package api_test
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"smsgw/audit"
-	"smsgw/internal/app"
-	"smsgw/internal/app/apptest"
 	"smsgw/internal/testenv"
-	"smsgw/pumping"
 )
 
 // BenchmarkRefusedHandler is the refused path without a network: one hot
@@ -22,26 +16,7 @@ import (
 // served by the handler into a recorder. Its allocations are the refused
 // path's own (go test -run '^$' -bench RefusedHandler -benchmem ./api).
 func BenchmarkRefusedHandler(b *testing.B) {
-	rdb, prefix := testenv.Redis(b)
-	pool := testenv.Pool(b)
-	writer, err := audit.NewWriter(pool, audit.Options{SpoolDir: b.TempDir()}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	go writer.Run(context.Background())
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		writer.Close(ctx)
-	})
-	shadow := pumping.DefaultConfig()
-	shadow.Mode = pumping.ModeShadow
-	svc := apptest.New(b, apptest.Options{Redis: rdb, Prefix: prefix, Pumping: &shadow, AuditLog: writer,
-		Config: func(c *app.Config) {
-			c.Server.TrustedProxies = []string{"127.0.0.0/8"}
-			c.Limits.LocalRefusalCache = 100000
-		}})
-	h := svc.App.Handler
+	h := benchHandler(b)
 	send := func() int {
 		r := httptest.NewRequest(http.MethodPost, "/v1/otp/send", strings.NewReader(`{"phone":"+16502530001"}`))
 		r.RemoteAddr = "127.0.0.1:40000"
