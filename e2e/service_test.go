@@ -153,6 +153,12 @@ func startFile(t *testing.T, e env, path string, extraEnv []string, dir string, 
 		p := launch(t, append([]string{"-config", path}, args...), env, dir)
 		err := p.awaitAnswer(t, 60*time.Second, "/healthz", "smsgw to come up")
 		if err == nil {
+			// A port is reused: an earlier test's smsgw, killed, may have
+			// had it seconds ago, and a pooled connection to it that the
+			// transport has not yet seen closed would carry this one's
+			// first requests into an EOF (once, at load 5: a POST, which
+			// the transport does not retry).
+			closeIdleConnections()
 			return p
 		}
 		if try == 3 || !strings.Contains(p.stderr.String(), "address already in use") {
@@ -186,6 +192,7 @@ func launch(t *testing.T, args, env []string, dir string) *process {
 			cmd.Process.Kill()
 			<-p.exited
 		}
+		closeIdleConnections()
 		if t.Failed() {
 			t.Logf("smsgw %s output:\n%s", addr, p.stderr.String())
 		}
@@ -259,6 +266,13 @@ func (p *process) stop(t *testing.T) {
 type response = testenv.Response
 
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
+
+// closeIdleConnections drops the test clients' pooled connections, which
+// may lead to a process that is gone (see startFile).
+func closeIdleConnections() {
+	client.CloseIdleConnections()
+	person.CloseIdleConnections()
+}
 
 func post(t *testing.T, url, body string, header map[string]string) response {
 	t.Helper()
