@@ -84,15 +84,7 @@ func TestBatchedCallsMatchReferenceModel(t *testing.T) {
 	clock := testenv.NewClock(t0)
 	l.now = clock.Now
 	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
-	small := []otp.Rule{{Window: 2 * time.Second, Max: 2}, {Window: 5 * time.Second, Max: 3}, {Window: 13 * time.Second, Max: 5}}
-	tiny := []otp.Rule{{Window: 3 * time.Second, Max: 1}, {Window: 7 * time.Second, Max: 2}}
-	pool := []otp.Subject{
-		{Scope: "phone", Key: "phone:a", Rules: tiny},
-		{Scope: "phone", Key: "phone:b", Rules: tiny},
-		{Scope: "phone", Key: "phone:c", Rules: tiny},
-		{Scope: "ip", Key: "ip:x", Rules: small},
-		{Scope: "ip", Key: "ip:y", Rules: small},
-	}
+	pool := modelSubjects()
 	m := &model{entries: map[string][]int64{}}
 	now := t0.UnixMicro()
 	before := evalshaCalls(t, rdb)

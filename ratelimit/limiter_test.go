@@ -379,15 +379,7 @@ func (m *model) allow(now int64, subjects []otp.Subject) modelResult {
 func testMatchesReferenceModel(t *testing.T, be backend) {
 	l, _, clock := newTestLimiter(t, be)
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	small := []otp.Rule{{Window: 2 * time.Second, Max: 2}, {Window: 5 * time.Second, Max: 3}, {Window: 13 * time.Second, Max: 5}}
-	tiny := []otp.Rule{{Window: 3 * time.Second, Max: 1}, {Window: 7 * time.Second, Max: 2}}
-	pool := []otp.Subject{
-		{Scope: "phone", Key: "phone:a", Rules: tiny},
-		{Scope: "phone", Key: "phone:b", Rules: tiny},
-		{Scope: "phone", Key: "phone:c", Rules: tiny},
-		{Scope: "ip", Key: "ip:x", Rules: small},
-		{Scope: "ip", Key: "ip:y", Rules: small},
-	}
+	pool := modelSubjects()
 	m := &model{entries: map[string][]int64{}}
 	now := t0.UnixMicro()
 	ctx := context.Background()
@@ -546,5 +538,20 @@ func testStatusAndReset(t *testing.T, be backend) {
 	}
 	if d, _ := l.Allow(ctx, ticket(), []otp.Subject{a, x}); !d.Allowed {
 		t.Fatal("the phone is still limited after a reset")
+	}
+}
+
+// modelSubjects are the subjects the reference-model tests draw from: three
+// phones and two addresses, with windows short enough for a few clock steps
+// to cross them.
+func modelSubjects() []otp.Subject {
+	small := []otp.Rule{{Window: 2 * time.Second, Max: 2}, {Window: 5 * time.Second, Max: 3}, {Window: 13 * time.Second, Max: 5}}
+	tiny := []otp.Rule{{Window: 3 * time.Second, Max: 1}, {Window: 7 * time.Second, Max: 2}}
+	return []otp.Subject{
+		{Scope: "phone", Key: "phone:a", Rules: tiny},
+		{Scope: "phone", Key: "phone:b", Rules: tiny},
+		{Scope: "phone", Key: "phone:c", Rules: tiny},
+		{Scope: "ip", Key: "ip:x", Rules: small},
+		{Scope: "ip", Key: "ip:y", Rules: small},
 	}
 }
