@@ -512,10 +512,31 @@ local function trip(led, lrestricted, used, budget, hourOnly, wbudget)
     if led.oq then nq = led.oq - 1 end
     f = {F.restrictedUntil, now + restrict, F.restrictedSince, now, F.tripUsed, math.floor(used),
       F.tripBudget, math.floor(budget), F.tripHour, hourOnly and 1 or 0, F.tripWindow, math.floor(wbudget), F.refused, nq,
-      F.servedReturning, 0, F.servedNetwork, 0, F.servedChallenge, 0}
+      F.servedReturning, 0, F.servedNetwork, 0, F.servedChallenge, 0,
+      F.pressureNow, 1, F.pressureSince, now, F.pressureLast, 0, F.pressurePeak, 1}
   end
   led.trip = f
   led.rx = now + restrict
+end
+
+-- pressing counts a send its own restricted ledger refuses in the
+-- ledger's current period (a sixth of a bucket: 10 minutes by default)
+-- and says whether the refusals still run at a quarter of their busiest
+-- period since the trip, this period's or the last's: the pressure that
+-- tripped it goes on. led.press is what to write.
+local function pressing(led)
+  local pq, pt, pl, pp = unpack(redis.call('HMGET', led.key, F.pressureNow, F.pressureSince, F.pressureLast, F.pressurePeak))
+  pq, pt, pl, pp = tonumber(pq) or 0, tonumber(pt) or 0, tonumber(pl) or 0, tonumber(pp) or 0
+  local period = math.floor(bucket / 6)
+  if now - pt >= 2 * period then
+    pq, pt, pl = 0, now, 0
+  elseif now - pt >= period then
+    pq, pt, pl = 0, pt + period, pq
+  end
+  pq = pq + 1
+  pp = math.max(pp, pq)
+  led.press = {F.pressureNow, pq, F.pressureSince, pt, F.pressureLast, pl, F.pressurePeak, pp}
+  return math.max(pq, pl) * 4 >= pp
 end
 
 -- restrictLedger trips the ledger an unsigned send counts in when it is
@@ -533,14 +554,23 @@ local function restrictLedger(st, led, lfloor, over, overh, u, budget, add, wbud
   local lrestricted = restrictedNow(led)
   local tripped = over or overh
   if tripped and st.abroad and not lrestricted then tripped = refusedInHour(led) >= 3 end
+  -- Its own ledger, restricted: a send it refuses renews it only while
+  -- the pressure that tripped it goes on (pressing), so real users alone,
+  -- refused once the attack stopped, do not hold it on.
+  if lrestricted and not st.abroad and (tripped or add == 1) and not pressing(led) then tripped = false end
   if tripped then
     trip(led, lrestricted, u + add, budget, overh and not over, wbudget)
-    return true
+    lrestricted = true
   elseif st.abroad and lrestricted and add == 1 then
     if refusedInHour(led) > lfloor + ratio * 2 * led.A / nb then
       led.trip = {F.restrictedUntil, now + restrict}
       led.rx = now + restrict
     end
+  end
+  if led.press then
+    local f = led.trip or {}
+    for _, x in ipairs(led.press) do f[#f + 1] = x end
+    led.trip = f
   end
   return lrestricted
 end

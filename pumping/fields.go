@@ -41,6 +41,10 @@ const (
 	fieldServedChallenge    = "nc" // a solved challenge
 	fieldAbroadRefused      = "oq" // a ledger abroad: refusals within the hour since
 	fieldAbroadRefusedSince = "ot" // the first of them (ms)
+	fieldPressureNow        = "pq" // its own ledger: sends refused while restricted in this period,
+	fieldPressureSince      = "pt" // when this period began (ms),
+	fieldPressureLast       = "pl" // those refused in the period before it,
+	fieldPressurePeak       = "pp" // and the most of a period since the trip
 )
 
 // A phone's record (the destination group's first key):
@@ -66,6 +70,8 @@ var hashFields = []struct{ lua, field string }{
 	{"refused", fieldRefused}, {"servedReturning", fieldServedReturning},
 	{"servedNetwork", fieldServedNetwork}, {"servedChallenge", fieldServedChallenge},
 	{"abroadRefused", fieldAbroadRefused}, {"abroadRefusedSince", fieldAbroadRefusedSince},
+	{"pressureNow", fieldPressureNow}, {"pressureSince", fieldPressureSince},
+	{"pressureLast", fieldPressureLast}, {"pressurePeak", fieldPressurePeak},
 	{"recBucket", fieldRecBucket}, {"recApproved", fieldRecApproved}, {"recCountry", fieldRecCountry},
 	{"recChallenge", fieldRecChallenge}, {"recForeign", fieldRecForeign}, {"recResends", fieldRecResends},
 	{"recNetwork", fieldRecNetwork}, {"recOwed", fieldRecOwed},

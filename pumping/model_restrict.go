@@ -195,6 +195,12 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 		// is restricted only at the third refusal within an hour.
 		trip = d.refusedInHour(led) >= 3
 	}
+	if lrestricted && !st.abroad && (trip || add == 1) && !d.pressing(led) {
+		// Its own ledger, restricted: a send it refuses renews it only
+		// while the pressure that tripped it goes on, so real users alone,
+		// refused once the attack stopped, do not hold it on.
+		trip = false
+	}
 	if trip {
 		f := []any{fieldRestrictedUntil, now + restrictFor}
 		if !lrestricted {
@@ -208,7 +214,8 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 				rh = 1
 			}
 			f = []any{fieldRestrictedUntil, now + restrictFor, fieldRestrictedSince, now, fieldTripUsed, math.Floor(u + add), fieldTripBudget, math.Floor(budget),
-				fieldTripHour, rh, fieldTripWindow, math.Floor(wbudget), fieldRefused, nq, fieldServedReturning, 0.0, fieldServedNetwork, 0.0, fieldServedChallenge, 0.0}
+				fieldTripHour, rh, fieldTripWindow, math.Floor(wbudget), fieldRefused, nq, fieldServedReturning, 0.0, fieldServedNetwork, 0.0, fieldServedChallenge, 0.0,
+				fieldPressureNow, 1.0, fieldPressureSince, now, fieldPressureLast, 0.0, fieldPressurePeak, 1.0}
 		}
 		led.trip = f
 		led.rx, led.hasRx = now+restrictFor, true
@@ -221,6 +228,9 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 			led.trip = []any{fieldRestrictedUntil, now + restrictFor}
 			led.rx, led.hasRx = now+restrictFor, true
 		}
+	}
+	if led.press != nil {
+		led.trip = append(led.trip, led.press...)
 	}
 	st.u, st.budget = u, budget
 	st.refuse = (over || overh || ((restricted || lrestricted) && add == 1)) && d.a.mode != modeBypass
@@ -255,6 +265,29 @@ func (d *modelDecision) refusedInHour(led *ledger) float64 {
 	oq++
 	led.over = []any{fieldAbroadRefused, oq, fieldAbroadRefusedSince, ot}
 	return oq
+}
+
+// pressing counts a send its own restricted ledger refuses in the
+// ledger's current period (a sixth of a bucket: 10 minutes by default) and
+// says whether the refusals still run at a quarter of their busiest period
+// since the trip, this period's or the last's (fields pq, pt, pl, pp): the
+// pressure that tripped it goes on. An attack refused at a hundred times
+// the country's rate keeps its restriction; the country's own users,
+// refused after it stopped, at a few a period, do not.
+func (d *modelDecision) pressing(led *ledger) bool {
+	pq, pt := d.tx.numOr(led.key, fieldPressureNow, 0), d.tx.numOr(led.key, fieldPressureSince, 0)
+	pl, pp := d.tx.numOr(led.key, fieldPressureLast, 0), d.tx.numOr(led.key, fieldPressurePeak, 0)
+	now, period := float64(d.c.now), math.Floor(float64(d.c.bucket)/6)
+	switch {
+	case now-pt >= 2*period:
+		pq, pt, pl = 0, now, 0
+	case now-pt >= period:
+		pq, pt, pl = 0, pt+period, pq
+	}
+	pq++
+	pp = math.Max(pp, pq)
+	led.press = []any{fieldPressureNow, pq, fieldPressureSince, pt, fieldPressureLast, pl, fieldPressurePeak, pp}
+	return math.Max(pq, pl)*4 >= pp
 }
 
 // ledgerWrites is what a send changed in a ledger besides its counts.

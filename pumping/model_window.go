@@ -64,6 +64,9 @@ type ledger struct {
 	// restriction tripped or renewed (trip), its refusals in the hour
 	// (over: oq, ot).
 	trip, over []any
+	// Its own restriction's pressure (press: pq, pt, pl, pp), when a send
+	// it refused was counted in it.
+	press []any
 }
 
 // unverified is U = S - A, never below 0.
