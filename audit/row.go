@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"smsgw/otp"
@@ -25,42 +26,152 @@ var columns = []string{"id", "created_at", "kind", "outcome", "request_id", "pho
 
 // arrays encodes rows for fromArrays: one array per column, in the order of
 // columns, NULL for an empty value. Its elements point into events (which
-// must not change until the statement has run), so a row costs no
-// allocation of its own, and pgx boxes a pointer where it would copy a
-// string or a time to the heap.
+// must not change until the statement has run), and each column's type
+// hands pgx its elements as pointers to types that give their value through
+// pgtype's valuer interfaces (TextValuer, TimestamptzValuer, ...): pgx
+// encodes an element without reflection and without copying it to the heap.
+// The bytes are those pgx writes for []*string, []*time.Time and so on
+// (TestArraysEncodeAsReflected). A group costs nine allocations, whatever
+// its rows.
 func arrays(events []otp.AuditEvent) []any {
 	n := len(events)
-	ids, kinds, outcomes, requests := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	times := make([]*time.Time, n)
-	ips := make([]*netip.Addr, n)
-	phones, reasons, providers, messages, keys := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	counts, lasts, subjects := make([]int32, n), make([]*time.Time, n), make([]*string, n)
-	segments, segs := make([]*int16, n), make([]int16, n)
+	c := new(groupColumns)
+	texts := make([]*textElem, textColumns*n)
+	text := func(k int) []*textElem { return texts[k*n : (k+1)*n : (k+1)*n] }
+	c.ids.elems, c.kinds.elems, c.outcomes.elems, c.requests.elems = text(0), text(1), text(2), text(3)
+	c.phones.elems, c.reasons.elems, c.providers.elems, c.messages.elems = text(4), text(5), text(6), text(7)
+	c.keys.elems, c.subjects.elems = text(8), text(9)
+	times := make([]*timeElem, 2*n)
+	c.times.elems, c.lasts.elems = times[:n:n], times[n:]
+	c.ips.elems = make([]*inetElem, n)
+	ints := make([]int4Elem, n)
+	intp := make([]*int4Elem, n)
+	c.counts.elems = intp
+	segs := make([]int2Elem, n)
+	c.segments.elems = make([]*int2Elem, n)
 	for i := range events {
 		e := &events[i]
-		ids[i], times[i], kinds[i], outcomes[i], requests[i] = &e.ID, &e.Time, &e.Kind, &e.Outcome, &e.RequestID
+		c.ids.elems[i], c.kinds.elems[i], c.outcomes.elems[i], c.requests.elems[i] = (*textElem)(&e.ID), (*textElem)(&e.Kind), (*textElem)(&e.Outcome), (*textElem)(&e.RequestID)
+		c.times.elems[i] = (*timeElem)(&e.Time)
 		if e.ClientIP.IsValid() {
-			ips[i] = &e.ClientIP
+			c.ips.elems[i] = (*inetElem)(&e.ClientIP)
 		}
-		phones[i], reasons[i], providers[i], messages[i], keys[i] = null(&e.Phone), null(&e.Reason), null(&e.Provider), null(&e.MessageID), null(&e.APIKey)
-		counts[i], subjects[i] = int32(min(e.Requests(), 1<<31-1)), null(&e.Subject)
+		c.phones.elems[i], c.reasons.elems[i], c.providers.elems[i] = null(&e.Phone), null(&e.Reason), null(&e.Provider)
+		c.messages.elems[i], c.keys.elems[i], c.subjects.elems[i] = null(&e.MessageID), null(&e.APIKey), null(&e.Subject)
+		ints[i] = int4Elem(min(e.Requests(), 1<<31-1))
+		intp[i] = &ints[i]
 		if e.Rollup() {
-			lasts[i] = &e.LastAt
+			c.lasts.elems[i] = (*timeElem)(&e.LastAt)
 		}
 		if e.Segments > 0 {
-			segs[i] = int16(min(e.Segments, 1<<15-1))
-			segments[i] = &segs[i]
+			segs[i] = int2Elem(min(e.Segments, 1<<15-1))
+			c.segments.elems[i] = &segs[i]
 		}
 	}
-	return []any{ids, times, kinds, outcomes, requests, phones, ips, reasons, providers, messages, keys, counts, lasts, subjects, segments}
+	return []any{&c.ids, &c.times, &c.kinds, &c.outcomes, &c.requests, &c.phones, &c.ips, &c.reasons, &c.providers,
+		&c.messages, &c.keys, &c.counts, &c.lasts, &c.subjects, &c.segments}
+}
+
+// textColumns is how many of columns are text.
+const textColumns = 10
+
+// groupColumns are a group's arrays, made in one allocation.
+type groupColumns struct {
+	ids, kinds, outcomes, requests, phones, reasons, providers, messages, keys, subjects column[textElem]
+	times, lasts                                                                         column[timeElem]
+	ips                                                                                  column[inetElem]
+	counts                                                                               column[int4Elem]
+	segments                                                                             column[int2Elem]
+}
+
+// column is one column's array, a pgtype.ArrayGetter of one dimension
+// whose elements are pointers (nil for NULL).
+type column[E any] struct {
+	dims  [1]pgtype.ArrayDimension
+	elems []*E
+}
+
+func (c *column[E]) Dimensions() []pgtype.ArrayDimension {
+	if c.elems == nil {
+		return nil
+	}
+	c.dims[0] = pgtype.ArrayDimension{Length: int32(len(c.elems)), LowerBound: 1}
+	return c.dims[:]
+}
+
+func (c *column[E]) Index(i int) any { return c.elems[i] }
+
+func (c *column[E]) IndexType() any { return new(E) }
+
+// TextValue is the column in PostgreSQL's text form, for a connection that
+// sends its arguments as text of no type (pgx's simple protocol and exec
+// modes), where pgx found the reflected slices' array types by their Go
+// types: the text pgx writes for the array of c's type.
+func (c *column[E]) TextValue() (pgtype.Text, error) {
+	var oid uint32
+	switch any(c).(type) {
+	case *column[textElem]:
+		oid = pgtype.TextArrayOID
+	case *column[timeElem]:
+		oid = pgtype.TimestamptzArrayOID
+	case *column[inetElem]:
+		oid = pgtype.InetArrayOID
+	case *column[int4Elem]:
+		oid = pgtype.Int4ArrayOID
+	case *column[int2Elem]:
+		oid = pgtype.Int2ArrayOID
+	}
+	buf, err := pgtype.NewMap().Encode(oid, pgtype.TextFormatCode, arrayOnly{c}, nil)
+	if err != nil || buf == nil {
+		return pgtype.Text{}, err
+	}
+	return pgtype.Text{String: string(buf), Valid: true}, nil
+}
+
+// arrayOnly is a column that pgx sees only as an array.
+type arrayOnly struct{ pgtype.ArrayGetter }
+
+// The elements, each a pointer to a row's field: text, timestamptz, inet,
+// int and smallint, valued as pgx values a string, a time.Time, a
+// netip.Addr, an int32 and an int16.
+type (
+	textElem string
+	timeElem time.Time
+	inetElem netip.Addr
+	int4Elem int32
+	int2Elem int16
+)
+
+func (t *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*t), Valid: true}, nil
+}
+
+func (t *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
+	return pgtype.Timestamptz{Time: time.Time(*t), Valid: true}, nil
+}
+
+func (a *inetElem) NetipPrefixValue() (netip.Prefix, error) {
+	addr := netip.Addr(*a)
+	if !addr.IsValid() {
+		return netip.Prefix{}, nil
+	}
+	return netip.PrefixFrom(addr, addr.BitLen()), nil
+}
+
+func (n *int4Elem) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
+}
+
+func (n *int2Elem) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
 }
 
 // null is s, or nil (SQL NULL) for an empty string.
-func null(s *string) *string {
+func null(s *string) *textElem {
 	if *s == "" {
 		return nil
 	}
-	return s
+	return (*textElem)(s)
 }
 
 var (
