@@ -97,8 +97,30 @@ type call struct {
 	args     []any
 	deadline time.Time
 	cmd      *redis.Cmd
-	done     chan struct{}
-	gone     atomic.Bool // the caller stopped waiting; if not yet sent, it never is
+	// done gets one value when the batcher is through with the call (its
+	// cmd is set): a buffered channel rather than a closed one, so that a
+	// call whose caller took its answer is reused (calls).
+	done chan struct{}
+	gone atomic.Bool // the caller stopped waiting; if not yet sent, it never is
+}
+
+// calls are calls whose callers took their answers: the batcher let go of
+// each before it said done, so one is reused as new. A call whose caller
+// gave up is never put back (the batcher may still hold it). A call and
+// its channel were two allocations a call.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// newCall is a call from the pool, set for the caller.
+func newCall(script *redis.Script, keys []string, args []any, deadline time.Time) *call {
+	c := calls.Get().(*call)
+	c.script, c.keys, c.args, c.deadline = script, keys, args, deadline
+	return c
+}
+
+// free puts back a call whose answer was taken, keeping nothing of it.
+func free(c *call) {
+	*c = call{done: c.done}
+	calls.Put(c)
 }
 
 // Run runs script (EVALSHA, loading it after a SCRIPT FLUSH or a restart) and
@@ -110,8 +132,9 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	// RunAll's work for one call, without its slices: every decision comes
 	// this way.
 	deadline := b.deadline(ctx)
-	c := &call{script: script, keys: keys, args: args, deadline: deadline, done: make(chan struct{})}
+	c := newCall(script, keys, args, deadline)
 	if !b.enqueue(c) {
+		free(c)
 		return stoppedCmd(ctx)
 	}
 	return b.wait(ctx, c, deadline)
@@ -131,12 +154,13 @@ func (b *Batcher) RunAll(ctx context.Context, calls []Call) []*redis.Cmd {
 	deadline := b.deadline(ctx)
 	cs := make([]*call, len(calls))
 	for i, c := range calls {
-		cs[i] = &call{script: c.Script, keys: c.Keys, args: c.Args, deadline: deadline, done: make(chan struct{})}
+		cs[i] = newCall(c.Script, c.Keys, c.Args, deadline)
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	if !b.enqueue(cs...) {
 		for i := range cmds {
 			cmds[i] = stoppedCmd(ctx)
+			free(cs[i])
 		}
 		return cmds
 	}
@@ -177,14 +201,17 @@ func stoppedCmd(ctx context.Context) *redis.Cmd {
 	return cmd
 }
 
-// wait waits for c's answer, for ctx, or for its deadline.
+// wait waits for c's answer, for ctx, or for its deadline. c is not the
+// caller's after.
 func (b *Batcher) wait(ctx context.Context, c *call, deadline time.Time) *redis.Cmd {
 	timer := getTimer(time.Until(deadline))
 	defer putTimer(timer)
 	var err error
 	select {
 	case <-c.done:
-		return c.cmd
+		cmd := c.cmd
+		free(c)
+		return cmd
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
@@ -285,7 +312,7 @@ func (b *Batcher) send(batch []*call) {
 		b.stalled.Store(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout())
 	}
 	for _, c := range batch {
-		close(c.done)
+		c.done <- struct{}{} // c is not the batcher's after
 	}
 }
 
