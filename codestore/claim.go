@@ -22,7 +22,11 @@ type claimArgs struct {
 	ttl    time.Duration
 }
 
-func (a claimArgs) argv() []any { return []any{a.ticket, ms(a.ttl)} }
+func (a claimArgs) argv() []any { arr := a.argvArray(); return arr[:] }
+
+// argvArray is argv in an array, for a caller that makes it part of its own
+// allocation.
+func (a claimArgs) argvArray() [2]any { return [2]any{a.ticket, ms(a.ttl)} }
 
 // The prefixes of a scope key's value, as the scripts write them.
 const (

@@ -18,8 +18,14 @@ func ClaimLua() string { return luascript.Source(luaFiles, "claim.lua") }
 const ClaimStops = "r[1] ~= 1"
 
 // IssueCall is Issue's issue.lua call: what Issue stores, Check reads.
+// Its key and arguments are made in one allocation (besides the key and
+// the boxed arguments themselves).
 func (s *Store) IssueCall(phone string, c otp.StoredCode, ttl time.Duration) (keys []string, args []any) {
-	return []string{s.key(phone)}, issueArgs{c, ttl}.argv()
+	call := &struct {
+		keys [1]string
+		args [3]any
+	}{keys: [1]string{s.key(phone)}, args: issueArgs{c, ttl}.argvArray()}
+	return call.keys[:], call.args[:]
 }
 
 // ReadIssue reads issue.lua's reply as Issue returns it: the pending code's
@@ -34,7 +40,11 @@ func ReadIssue(v any) ([]byte, error) {
 
 // ClaimCall is Claim's claim.lua call: what it claims, Settle settles.
 func (s *Idempotency) ClaimCall(scope, ticket string, ttl time.Duration) (keys []string, args []any) {
-	return []string{s.key(scope)}, claimArgs{ticket, ttl}.argv()
+	call := &struct {
+		keys [1]string
+		args [2]any
+	}{keys: [1]string{s.key(scope)}, args: claimArgs{ticket, ttl}.argvArray()}
+	return call.keys[:], call.args[:]
 }
 
 // ReadClaim reads claim.lua's reply as Claim returns it.

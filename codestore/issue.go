@@ -30,7 +30,11 @@ const (
 	codeFieldAttempts = "a" // wrong guesses so far
 )
 
-func (a issueArgs) argv() []any { return []any{a.code.MAC, a.code.Sealed, ms(a.ttl)} }
+func (a issueArgs) argv() []any { arr := a.argvArray(); return arr[:] }
+
+// argvArray is argv in an array, for a caller that makes it part of its own
+// allocation.
+func (a issueArgs) argvArray() [3]any { return [3]any{a.code.MAC, a.code.Sealed, ms(a.ttl)} }
 
 // parseIssueReply returns the pending code's sealed form, or nil when the
 // new code was stored (the script's false reads as redis.Nil).
