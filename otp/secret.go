@@ -70,14 +70,18 @@ func RandomSecret() string {
 // MAC binds a code to its phone: the same code for two phones gives two
 // unrelated MACs, and a MAC for one phone never matches a guess for another.
 func (s *Secrets) MAC(phone, code string) []byte {
+	// The sum and, past it, the MAC's input, in one allocation (a []byte
+	// handed to a hash.Hash escapes: each conversion was one); the input is
+	// cleared before the sum is written.
+	buf := make([]byte, 0, sha256.Size+len(phone)+1+len(code))
+	in := append(append(append(buf[sha256.Size:sha256.Size], phone...), 0), code...)
 	m := s.macs.Get().(hash.Hash)
 	m.Reset()
-	m.Write([]byte(phone))
-	m.Write([]byte{0})
-	m.Write([]byte(code))
-	sum := m.Sum(make([]byte, 0, sha256.Size))
+	m.Write(in)
+	clear(in)
+	sum := m.Sum(buf)
 	s.macs.Put(m)
-	return sum
+	return sum[:sha256.Size:sha256.Size]
 }
 
 // SubjectMAC names a caller's limit-key value (an account, a session) in
@@ -94,11 +98,19 @@ func (s *Secrets) SubjectMAC(name, value string) string {
 // Seal encrypts code for phone; the phone is authenticated data, so a sealed
 // code moved to another phone's key does not open.
 func (s *Secrets) Seal(phone, code string) ([]byte, error) {
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(code)+s.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
+	// The nonce and the sealed code, then the code and the phone as the
+	// AEAD reads them, in one allocation (each conversion escaped to the
+	// heap); that tail is cleared before it returns.
+	n := s.aead.NonceSize()
+	size := n + len(code) + s.aead.Overhead()
+	buf := make([]byte, n, size+len(code)+len(phone))
+	if _, err := rand.Read(buf); err != nil {
 		return nil, err
 	}
-	return s.aead.Seal(nonce, nonce, []byte(code), []byte(phone)), nil
+	tail := append(append(buf[size:size], code...), phone...)
+	sealed := s.aead.Seal(buf, buf, tail[:len(code)], tail[len(code):])
+	clear(tail)
+	return sealed[:size:size], nil
 }
 
 // ErrSealBroken means a sealed code does not open: it was sealed under another

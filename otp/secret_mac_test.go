@@ -2,6 +2,8 @@ package otp
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -50,5 +52,54 @@ func BenchmarkMAC(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.MAC("+14155552671", "123456")
+	}
+}
+
+// TestSealIsTheAEADs: Seal's output is its nonce and the AEAD's sealing of
+// the code under it with the phone as authenticated data, as the AEAD
+// seals it by itself, opens with Open, and holds nothing past its length.
+func TestSealIsTheAEADs(t *testing.T) {
+	secret := "0123456789abcdef0123456789abcdef-seal"
+	s, err := NewSecrets(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := hkdf.Key(sha256.New, []byte(secret), nil, "smsgw otp seal v1", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		phone, code := "+1415555"+strconv.Itoa(1000+i), strconv.Itoa(100000000 + i*7)[:4+i%5]
+		sealed, err := s.Seal(phone, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := aead.NonceSize()
+		want := aead.Seal(nil, sealed[:n], []byte(code), []byte(phone))
+		if !bytes.Equal(sealed[n:], want) || cap(sealed) != len(sealed) {
+			t.Fatalf("Seal(%s, %s) = %x (cap %d), the AEAD's %x", phone, code, sealed, cap(sealed), want)
+		}
+		if got, err := s.Open(phone, sealed); err != nil || got != code {
+			t.Fatalf("Open(Seal(%s, %s)) = %q, %v", phone, code, got, err)
+		}
+	}
+}
+
+func BenchmarkSeal(b *testing.B) {
+	s, err := NewSecrets("0123456789abcdef0123456789abcdef-seal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Seal("+14155552671", "123456")
 	}
 }
