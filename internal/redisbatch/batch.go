@@ -383,7 +383,7 @@ func (b *Batcher) execOn(ctx context.Context, rdb redis.Cmdable, batch []*call, 
 	}
 	if merged == nil {
 		for _, c := range batch {
-			c.cmd = evalSha(ctx, pipe, c.script, c.keys, c.args)
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 	} else {
 		for _, g := range merged {

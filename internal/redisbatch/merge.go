@@ -110,7 +110,7 @@ func (c *call) public() Call { return Call{Script: c.script, Keys: c.keys, Args:
 func (g *mergedCall) send(ctx context.Context, pipe redis.Pipeliner) {
 	if len(g.calls) == 1 {
 		c := g.calls[0]
-		c.cmd = evalSha(ctx, pipe, c.script, c.keys, c.args)
+		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		return
 	}
 	calls := make([]Call, len(g.calls))
@@ -118,7 +118,7 @@ func (g *mergedCall) send(ctx context.Context, pipe redis.Pipeliner) {
 		calls[i] = c.public()
 	}
 	keys, args := g.merge.Args(calls)
-	g.cmd = evalSha(ctx, pipe, g.merge.Script, keys, args)
+	g.cmd = g.merge.Script.EvalSha(ctx, pipe, keys, args...)
 }
 
 // split gives each merged call its own reply (or error) from the merged
