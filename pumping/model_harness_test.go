@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -131,6 +132,9 @@ func (h *modelHarness) step(s modelStep) {
 			ops = append(ops, &modelOp{name: "expire", keys: []string{k}})
 		}
 	case 's':
+		for _, e := range h.edges(s) {
+			h.seen["edge "+e]++
+		}
 		ops = h.send(s)
 	case 'a':
 		ops = h.approve(s)
@@ -550,4 +554,117 @@ func (h *modelHarness) cleanup() {
 		}
 		keys = keys[n:]
 	}
+}
+
+// edges names the edges of the rules' comparisons that send s, made now,
+// exercises: where one comparison of decide.lua written otherwise (a
+// mutant of mutants_test.go, named in each case) would decide it
+// otherwise. The model runs the send on the merged group (one primary)
+// without keeping anything; a comparison of a stored time is tried
+// again with the time a millisecond later, which is what the other
+// comparison does at its edge, and the send exercises the edge when
+// anything of the call (reply or writes) differs. TestMatchesReferenceModel
+// counts them (logCoverage) and modelGen aims at them.
+func (h *modelHarness) edges(s modelStep) []string {
+	_, out := h.try(s)
+	return out
+}
+
+// try is the model's reply to send s made now, kept nowhere, and the
+// edges it exercises (edges).
+func (h *modelHarness) try(s modelStep) (decideReply, []string) {
+	if s.kind != 's' {
+		return decideReply{}, nil
+	}
+	p, ip := h.phones[s.phone], h.ips[s.ip]
+	grp := merge(h.g.groups(p, ip))
+	a := h.g.decideArgs(context.Background(), grp, p, networkID(ip), h.g.mode(s.bypass), "")
+	run := func(key, field string, v float64) (decideReply, string) {
+		tx := h.store.begin()
+		if key != "" {
+			tx.hset(key, field, v)
+			tx.log = nil
+		}
+		r := modelDecide(tx, grp, a, h.now)
+		return r, strings.Join(tx.log, "\n")
+	}
+	r0, log0 := run("", "", 0)
+	var out []string
+	// stored is a stored time of key at its edge: d before now.
+	stored := func(key, field string, d int64) (float64, bool) {
+		v, ok := h.store.hashes[key][field]
+		if !ok || d <= 0 {
+			return 0, false
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		return x, err == nil && int64(x) == h.now-d
+	}
+	moved := func(name, key, field string, d int64) {
+		if x, ok := stored(key, field, d); ok && !slices.Contains(out, name) {
+			if r, log := run(key, field, x+1); r != r0 || log != log0 {
+				out = append(out, name)
+			}
+		}
+	}
+	clock := h.clock()
+	for i, sb := range grp.subjects {
+		switch sb.kind {
+		case 'n':
+			moved("probe", sb.key, fieldProbed, ms(h.cfg.ProbeEvery)) // network-probe-ge-gt
+		case 'c':
+			for _, k := range []string{sb.key, sb.foreign} {
+				moved("held", k, fieldRestrictedSince, clock.window) // held-window-lt-le
+			}
+			moved("abroad-hour", sb.foreign, fieldAbroadRefusedSince, clock.bucket) // abroad-hour-ge-gt
+			// A renewal (a refusal counted in the hour while the ledger
+			// is restricted) whose count is at twice the travellers'
+			// average hour (abroad-renew-gt-ge) or past it, not past
+			// three times (abroad-renew-twice).
+			if rx, err := strconv.ParseFloat(h.store.hashes[sb.foreign][fieldRestrictedUntil], 64); err != nil || rx <= float64(h.now) {
+				continue
+			}
+			q, written := writtenField(log0, sb.foreign, fieldAbroadRefused)
+			if !written {
+				continue
+			}
+			led := clock.load(h.store.begin(), sb.foreign, true, "c")
+			lfloor := math.Max(math.Floor(float64(sb.floor)/3), 1)
+			two := lfloor + a.ratio*2*led.A/float64(clock.nb)
+			three := lfloor + a.ratio*3*led.A/float64(clock.nb)
+			switch {
+			case q == two:
+				out = append(out, "renew-at")
+			case q > two && q <= three:
+				out = append(out, "renew-twice")
+			}
+		case 'm':
+			// The hour's spend lands on its budget (money-hour-gt-ge).
+			hb := float64(micros(h.cfg.Spend.Hour))
+			l := clock.load(h.store.begin(), sb.key, false, "")
+			if hb > 0 && l.scur+l.sprev*(1-clock.frac)+float64(sb.price) == hb && (r0.rule == 0 || r0.rule == i+1) {
+				out = append(out, "money-hour")
+			}
+		}
+	}
+	return r0, out
+}
+
+// writtenField is the value the log's last HSET of key wrote to field.
+func writtenField(log, key, field string) (float64, bool) {
+	var v float64
+	found := false
+	for _, line := range strings.Split(log, "\n") {
+		rest, ok := strings.CutPrefix(line, "HSET "+key+" ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		for i := 0; i+1 < len(f); i += 2 {
+			if f[i] == field {
+				v, _ = strconv.ParseFloat(f[i+1], 64)
+				found = true
+			}
+		}
+	}
+	return v, found
 }

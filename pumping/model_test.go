@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -74,6 +75,12 @@ func runModelSequence(t testing.TB, rdb *redis.Client, prefix string, cluster bo
 	scripts modelScripts, stop *atomic.Bool) *modelHarness {
 	rng := rand.New(rand.NewPCG(seed, uint64(run)<<1|b2u(cluster)))
 	cfg := randomModelConfig(rng)
+	if run == 1 && cfg.Spend.Hour == 0 {
+		// One run of each layout holds an hour's spend budget: the edge of
+		// it (spendEdge) needs one, and a random configuration has one in
+		// a third of the runs only.
+		cfg.Spend = modelSpend(cfg.Spend.Day)
+	}
 	h := newModelHarnessWith(t, rdb, prefix, cluster, cfg, scripts)
 	gen := newModelGen(rng, cfg, h)
 	for range steps {
@@ -121,6 +128,12 @@ func randomModelConfig(rng *rand.Rand) Config {
 		cfg.Spend = Spend{Default: 0.05, Prices: map[string]float64{"NG": 0.2}, Hour: []float64{0, 0.6, 0.6}[rng.IntN(3)], Day: 1.5}
 	}
 	return cfg
+}
+
+// modelSpend is a spend budget of an hour (and of the window when day is
+// not 0): a dozen texts an hour, NG's four times the price.
+func modelSpend(day float64) Spend {
+	return Spend{Default: 0.05, Prices: map[string]float64{"NG": 0.2}, Hour: 0.6, Day: day}
 }
 
 // The numbers the steps text: runs of a few blocks under operators' ranges
@@ -218,7 +231,8 @@ func (h *modelHarness) logCoverage() {
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%d", k, h.seen[k])
 	}
-	h.t.Logf("run %s:%s", h.prefix, b.String())
+	h.t.Logf("run %s (window %v, ratio %g, hour factor %g, restrict %v, probe %v):%s", h.prefix, h.cfg.Window, h.cfg.Ratio, h.cfg.HourFactor,
+		h.cfg.RestrictFor, h.cfg.ProbeEvery, b.String())
 }
 
 // FuzzMatchesReferenceModel is TestMatchesReferenceModel over sequences
@@ -276,6 +290,16 @@ func modelStepFromBytes(b []byte) modelStep {
 // run's clock (the harness starts at modelT0 and moves only by its clock
 // steps) and the last sends and approvals, to aim clock steps at their
 // anniversaries.
+//
+// Some comparisons are told apart only at one millisecond or one count,
+// with a ledger in a narrow state: a send exactly a probe period after a
+// network's probe, a window after a trip, an hour after a ledger's first
+// refusal abroad; a renewal's refusals at twice the travellers' average
+// hour; an hour's spend landing on its budget. Their episodes (spendEdge,
+// probeEdge, heldEdge, abroadClimb) go on in parts (then), each planned
+// once the steps before it ran, from the model's state then, and at the
+// edge ask the model which candidate send exercises it (hunt,
+// modelHarness.edges).
 type modelGen struct {
 	rng   *rand.Rand
 	cfg   Config
@@ -283,6 +307,9 @@ type modelGen struct {
 	now   int64         // ms, the harness's clock after the queued steps
 	queue []modelStep
 	marks []modelMark // the last sends and approvals, newest last
+	// later are the next parts of a plan, each run once the steps queued
+	// before it ran: it reads the model's state then (hunt).
+	later []func()
 }
 
 // modelMark is a send or an approval the generator made, and when.
@@ -314,6 +341,12 @@ func (g *modelGen) next() modelStep {
 	for len(g.queue) == 0 {
 		// The harness ran every step queued: its clock is the model's.
 		g.now = g.h.now
+		if len(g.later) > 0 {
+			f := g.later[0]
+			g.later = g.later[1:]
+			f()
+			continue
+		}
 		g.plan()
 	}
 	s := g.queue[0]
@@ -324,25 +357,31 @@ func (g *modelGen) next() modelStep {
 // plan queues the next step or episode.
 func (g *modelGen) plan() {
 	switch r := g.rng.IntN(100); {
-	case r < 40:
+	case r < 34:
 		s := randomModelStep(g.rng)
 		if s.kind == 't' {
 			g.clock(s.n)
 			return
 		}
 		g.add(s)
-	case r < 55:
+	case r < 46:
 		g.travellers()
-	case r < 70:
+	case r < 57:
 		g.tripAndFall()
-	case r < 78:
+	case r < 63:
 		g.anniversary()
-	case r < 87:
+	case r < 71:
 		g.storedEdge()
-	case r < 90:
-		g.spendBurst()
-	default:
+	case r < 75:
+		g.spendEdge()
+	case r < 81:
 		g.resends()
+	case r < 89:
+		g.abroadClimb()
+	case r < 94:
+		g.probeEdge()
+	default:
+		g.heldEdge()
 	}
 }
 
@@ -714,4 +753,325 @@ func (g *modelGen) renewal(target, ip int) {
 		g.send(p, ip)
 		tick()
 	}
+}
+
+// then queues f to run once the steps queued so far ran.
+func (g *modelGen) then(f func()) { g.later = append(g.later, f) }
+
+// hunt queues the first of n candidate sends (cand) that exercises one of
+// the edges named (modelHarness.edges), and says whether one did. A
+// comparison of the rules is told apart from its mutant only at its edge
+// (a send a probe period after the probe, a count equal to a threshold),
+// which random steps seldom meet exactly: the model, asked before each
+// candidate, says which one meets it now.
+func (g *modelGen) hunt(n int, cand func() modelStep, want ...string) bool {
+	for range n {
+		s := cand()
+		for _, e := range g.h.edges(s) {
+			if slices.Contains(want, e) {
+				g.add(s)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// storedTime is a time field of key in the model's store.
+func (g *modelGen) storedTime(key, field string) (int64, bool) {
+	v, ok := g.h.store.hashes[key][field]
+	if !ok {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	return int64(x), err == nil
+}
+
+// anyPhone and anyIP are a number and a caller of the steps' own.
+func (g *modelGen) anyPhone() int { return g.rng.IntN(len(modelPrefixes) * 10) }
+func (g *modelGen) anyIP() int    { return g.rng.IntN(len(modelIPs)) }
+
+// spendEdge: after a quiet hour, sends the spend ledger counts at one
+// instant, one at a time, until one lands the hour's spend exactly on its
+// budget (money-hour-gt-ge): the previous bucket empty, the hour's spend
+// is a sum of prices, and the model says which send lands there.
+func (g *modelGen) spendEdge() {
+	hb := micros(g.cfg.Spend.Hour)
+	if hb == 0 {
+		g.spendBurst()
+		return
+	}
+	g.clock(2*3_600_000 + int64(g.rng.IntN(3_600_000)))
+	cand := func() modelStep {
+		return modelStep{kind: 's', phone: g.anyPhone(), ip: g.anyIP(), bypass: g.rng.IntN(3) > 0, sig: g.rng.IntN(7)}
+	}
+	left := 30
+	var climb func()
+	climb = func() {
+		if g.hunt(30, cand, "money-hour") {
+			return
+		}
+		for range 30 {
+			s := cand()
+			if r, _ := g.h.try(s); r.verdict.counted() {
+				g.add(s)
+				break
+			}
+		}
+		if left--; left > 0 && len(g.queue) > 0 {
+			g.then(climb)
+		}
+	}
+	g.then(func() {
+		// A day's spend too near its budget refuses before the hour's
+		// meets it: a window later it is empty.
+		key := g.h.g.spend(g.h.phones[0]).subjects[0].key
+		l := g.h.clock().load(g.h.store.begin(), key, false, "")
+		if db := micros(g.cfg.Spend.Day); db > 0 && int64(l.S)+hb > db {
+			g.clock(ms(g.cfg.Window) + 2*3_600_000)
+		}
+		g.then(climb)
+	})
+}
+
+// probeEdge: a caller sends to numbers nobody verifies until its
+// networks refuse (the first refusal is a network's probe time), then
+// sends again exactly a probe period after the latest of them, when the
+// network lets one through (network-probe-ge-gt).
+func (g *modelGen) probeEdge() {
+	probe := ms(g.cfg.ProbeEvery)
+	if probe == 0 {
+		g.storedEdge()
+		return
+	}
+	ip := g.rng.IntN(len(modelIPs) - 1) // not the empty one: it has no networks
+	for range 5 + g.rng.IntN(10) {
+		g.send(g.anyPhone(), ip)
+	}
+	g.then(func() {
+		wide := "pump:{n:" + wideKey(g.h.ips[ip]) + "}"
+		last, key := int64(-1), ""
+		for k := range g.h.store.hashes {
+			if pr, ok := g.storedTime(k, fieldProbed); ok && strings.Contains(k, wide) && (pr > last || pr == last && k < key) {
+				last, key = pr, k
+			}
+		}
+		if last < 0 || last+probe < g.now {
+			return
+		}
+		g.clock(last + probe - g.now)
+		g.then(func() {
+			ips := modelKeyIPs(key)
+			cand := func() modelStep {
+				s := modelStep{kind: 's', phone: g.anyPhone(), ip: ip, sig: g.rng.IntN(7)}
+				if g.rng.IntN(2) == 0 {
+					s.ip = ips[g.rng.IntN(len(ips))]
+				}
+				return s
+			}
+			if !g.hunt(40, cand, "probe") {
+				g.send(g.anyPhone(), ip)
+			}
+			g.send(g.anyPhone(), ip)
+		})
+	})
+}
+
+// heldEdge: a country or operator earns room from the hour's approvals
+// (hour_factor times them), a burst nobody verifies restricts it, and
+// exactly a window after the trip, when the window's budget the trip held
+// (rw) lapses, more sends nobody verifies come at one instant: the budget
+// they are held to, or a new trip's rw, is the held one a millisecond
+// earlier (held-window-lt-le). Only a trip whose held budget beats what the
+// subject learned (its peak day) is followed to its edge.
+func (g *modelGen) heldEdge() {
+	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
+	if g.rng.IntN(2) == 0 {
+		pres = []int{modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]}
+	}
+	none := len(modelIPs) - 1 // no caller networks: no sign
+	start := g.now
+	for _, p := range g.phones(pres, 2+g.rng.IntN(2)) {
+		g.send(p, none)
+		g.approve(p)
+	}
+	phones := g.phones(pres, 10*len(pres))
+	cand := func() modelStep {
+		return modelStep{kind: 's', phone: phones[g.rng.IntN(len(phones))], ip: none, sig: g.rng.IntN(7)}
+	}
+	// tripped is a key of the subjects restricted since the episode
+	// began, when, and its floor.
+	tripped := func() (string, int64, float64) {
+		for _, sb := range g.h.g.destination(g.h.phones[phones[0]]).subjects {
+			if sb.kind != 'c' {
+				continue
+			}
+			floor := float64(sb.floor)
+			for _, k := range []string{sb.key, sb.foreign} {
+				if rs, ok := g.storedTime(k, fieldRestrictedSince); ok && rs >= start {
+					return k, rs, floor
+				}
+				floor = math.Max(math.Floor(floor/3), 1) // the ledger of networks known abroad's
+			}
+		}
+		return "", 0, 0
+	}
+	// unsigned is a send nobody verifies that a restricted subject
+	// decides, when the model finds one (not one a range refuses first).
+	unsigned := func() {
+		for range 20 {
+			s := cand()
+			r, _ := g.h.try(s)
+			d := g.h.g.destination(g.h.phones[s.phone]).subjects
+			if r.verdict.counted() || r.rule > 0 && r.rule <= len(d) && d[r.rule-1].kind == 'c' {
+				g.add(s)
+				return
+			}
+		}
+		g.add(cand())
+	}
+	left := 14
+	var burst, edge func()
+	burst = func() {
+		key, rs, floor := tripped()
+		if key == "" {
+			if left--; left > 0 {
+				unsigned()
+				g.then(burst)
+			}
+			return
+		}
+		at := rs + ms(g.cfg.Window)
+		c := newModelClock(at, ms(bucket), int64(g.cfg.Window/bucket))
+		l := c.load(g.h.store.begin(), key, true, "c")
+		rw, _ := g.storedTime(key, fieldTripWindow)
+		if float64(rw) <= l.budget(floor, g.cfg.Ratio, g.cfg.HourFactor) {
+			return // the held budget is no more than the learned one then
+		}
+		g.clock(at - g.now)
+		left = 12
+		g.then(edge)
+	}
+	edge = func() {
+		if g.hunt(30, cand, "held") {
+			return
+		}
+		unsigned()
+		if left--; left > 0 {
+			g.then(edge)
+		}
+	}
+	g.then(burst)
+}
+
+// abroadClimb: travellers from one network known abroad earn an
+// operator's (or a country's) ledger of networks known abroad room, then
+// another network known abroad sends to numbers nobody verifies until
+// the ledger trips, and goes on sending while it is restricted, as the
+// travellers' late approvals bring it back under its hour's budget: its
+// refusals in the hour climb past its floor and twice the travellers'
+// average hour, where it is renewed (abroad-renew-gt-ge,
+// abroad-renew-twice); and an hour after its first refusal the count
+// starts again (abroad-hour-ge-gt).
+func (g *modelGen) abroadClimb() {
+	if micros(g.cfg.Spend.Hour) > 0 {
+		// An hour's spend budget admits a dozen texts: start on an empty one.
+		g.clock(2 * 3_600_000)
+	}
+	// Two callers in different widest networks: the travellers' approvals
+	// here do not cost the attacker its sign of a network known abroad.
+	wides := map[string][]int{}
+	for i, s := range modelIPs[:len(modelIPs)-1] {
+		a, _ := netip.ParseAddr(s)
+		wides[wideKey(a)] = append(wides[wideKey(a)], i)
+	}
+	nets := slices.Sorted(maps.Keys(wides))
+	g.rng.Shuffle(len(nets), func(i, j int) { nets[i], nets[j] = nets[j], nets[i] })
+	pick := func(w string) int { return wides[w][g.rng.IntN(len(wides[w]))] }
+	att, trav := pick(nets[0]), pick(nets[1])
+	home := []int{modelUS, modelLV}[g.rng.IntN(2)]
+	warm := func(ip, n int) {
+		for range n {
+			p := g.phone(home)
+			g.send(p, ip)
+			g.approve(p)
+		}
+	}
+	warm(att, 2+g.rng.IntN(2))
+	warm(trav, 2+g.rng.IntN(3))
+	target := modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes)-1)] // not LV
+	ps := g.phones([]int{target}, 10)
+	// A traveller verifies at once (room), one or two more are sent and
+	// verify late, once the ledger tripped.
+	k := 2 + g.rng.IntN(2)
+	g.send(ps[0], trav)
+	g.approve(ps[0])
+	for _, p := range ps[1:k] {
+		g.send(p, trav)
+	}
+	late := ps[1:k]
+	var foreign []string
+	for _, sb := range g.h.g.destination(g.h.phones[ps[0]]).subjects {
+		if sb.kind == 'c' {
+			foreign = append(foreign, sb.foreign)
+		}
+	}
+	restricted := func() bool {
+		for _, k := range foreign {
+			if rx, ok := g.storedTime(k, fieldRestrictedUntil); ok && rx > g.now {
+				return true
+			}
+		}
+		return false
+	}
+	cand := func() modelStep {
+		return modelStep{kind: 's', phone: ps[k+g.rng.IntN(10-k)], ip: att, sig: g.rng.IntN(7)}
+	}
+	// attack is the attacker's next send: one an operator or country
+	// decides, when the model finds one (not one a range refuses first).
+	attack := func() {
+		for range 20 {
+			s := cand()
+			d := g.h.g.destination(g.h.phones[s.phone]).subjects
+			if r, _ := g.h.try(s); r.verdict.counted() || r.rule > 0 && r.rule <= len(d) && d[r.rule-1].kind == 'c' {
+				g.add(s)
+				return
+			}
+		}
+		g.add(cand())
+	}
+	left := 24
+	var climb func()
+	climb = func() {
+		if left--; left <= 0 {
+			// An hour after the first refusal the count starts again.
+			for _, k := range foreign {
+				if ot, ok := g.storedTime(k, fieldAbroadRefusedSince); ok && ot+3_600_000 >= g.now && g.rng.IntN(2) == 0 {
+					g.clock(ot + 3_600_000 - g.now)
+					g.then(func() {
+						if !g.hunt(30, cand, "abroad-hour", "renew-at", "renew-twice") {
+							attack()
+						}
+					})
+					return
+				}
+			}
+			return
+		}
+		if g.hunt(30, cand, "renew-at", "renew-twice", "abroad-hour") {
+			g.then(climb)
+			return
+		}
+		switch {
+		case len(late) > 0 && restricted() && g.rng.IntN(2) == 0:
+			g.approve(late[0])
+			late = late[1:]
+		case g.rng.IntN(12) == 0:
+			g.clock(int64(g.rng.IntN(300_000)))
+		default:
+			attack()
+		}
+		g.then(climb)
+	}
+	g.then(climb)
 }
