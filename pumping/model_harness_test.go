@@ -620,7 +620,9 @@ func (h *modelHarness) try(s modelStep) (decideReply, []string) {
 			// is restricted) whose count is at twice the travellers'
 			// average hour (abroad-renew-gt-ge) or past it, not past
 			// three times (abroad-renew-twice).
-			if rx, err := strconv.ParseFloat(h.store.hashes[sb.foreign][fieldRestrictedUntil], 64); err != nil || rx <= float64(h.now) {
+			// (A renewal that writes the end the ledger has changes nothing.)
+			rx, err := strconv.ParseFloat(h.store.hashes[sb.foreign][fieldRestrictedUntil], 64)
+			if err != nil || rx <= float64(h.now) || rx == float64(h.now+ms(h.cfg.RestrictFor)) {
 				continue
 			}
 			q, written := writtenField(log0, sb.foreign, fieldAbroadRefused)

@@ -357,24 +357,24 @@ func (g *modelGen) next() modelStep {
 // plan queues the next step or episode.
 func (g *modelGen) plan() {
 	switch r := g.rng.IntN(100); {
-	case r < 34:
+	case r < 30:
 		s := randomModelStep(g.rng)
 		if s.kind == 't' {
 			g.clock(s.n)
 			return
 		}
 		g.add(s)
-	case r < 46:
+	case r < 42:
 		g.travellers()
-	case r < 57:
+	case r < 53:
 		g.tripAndFall()
-	case r < 63:
+	case r < 59:
 		g.anniversary()
-	case r < 71:
+	case r < 67:
 		g.storedEdge()
-	case r < 75:
+	case r < 71:
 		g.spendEdge()
-	case r < 81:
+	case r < 77:
 		g.resends()
 	case r < 89:
 		g.abroadClimb()
@@ -998,12 +998,22 @@ func (g *modelGen) abroadClimb() {
 		}
 	}
 	warm(att, 2+g.rng.IntN(2))
-	warm(trav, 2+g.rng.IntN(3))
+	warm(trav, 3+g.rng.IntN(2))
 	target := modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes)-1)] // not LV
 	ps := g.phones([]int{target}, 10)
-	// A traveller verifies at once (room), one or two more are sent and
-	// verify late, once the ledger tripped.
+	// A traveller verifies at once (room), one to three more are sent and
+	// verify late, once the ledger tripped: k approvals in all, as many
+	// as put a count of refusals past the trip's (4 on) above twice the
+	// travellers' average hour and not above three times, where an
+	// operator's ledger (floor 1) is renewed only by the first.
 	k := 2 + g.rng.IntN(2)
+	for _, a := range g.rng.Perm(3) {
+		x := g.cfg.Ratio * float64(a+2) / float64(g.cfg.Window/bucket)
+		if v := math.Max(math.Floor(1+2*x)+1, 4); v <= 1+3*x {
+			k = a + 2
+			break
+		}
+	}
 	g.send(ps[0], trav)
 	g.approve(ps[0])
 	for _, p := range ps[1:k] {
@@ -1040,7 +1050,7 @@ func (g *modelGen) abroadClimb() {
 		}
 		g.add(cand())
 	}
-	left := 24
+	left := 30
 	var climb func()
 	climb = func() {
 		if left--; left <= 0 {
@@ -1070,6 +1080,9 @@ func (g *modelGen) abroadClimb() {
 			g.clock(int64(g.rng.IntN(300_000)))
 		default:
 			attack()
+			// Seconds apart: a renewal at the instant of the trip (or of
+			// the last renewal) writes the same end.
+			g.clock(1 + int64(g.rng.IntN(60_000)))
 		}
 		g.then(climb)
 	}
