@@ -765,8 +765,15 @@ func (g *modelGen) then(f func()) { g.later = append(g.later, f) }
 // which random steps seldom meet exactly: the model, asked before each
 // candidate, says which one meets it now.
 func (g *modelGen) hunt(n int, cand func() modelStep, want ...string) bool {
+	tried := map[modelStep]bool{}
 	for range n {
 		s := cand()
+		k := s
+		k.sig = 0 // the model is asked on one primary: no signal told
+		if tried[k] {
+			continue
+		}
+		tried[k] = true
 		for _, e := range g.h.edges(s) {
 			if slices.Contains(want, e) {
 				g.add(s)
@@ -811,7 +818,7 @@ func (g *modelGen) spendEdge() {
 		if g.hunt(30, cand, "money-hour") {
 			return
 		}
-		for range 30 {
+		for range 10 {
 			s := cand()
 			if r, _ := g.h.try(s); r.verdict.counted() {
 				g.add(s)
@@ -919,7 +926,7 @@ func (g *modelGen) heldEdge() {
 	// unsigned is a send nobody verifies that a restricted subject
 	// decides, when the model finds one (not one a range refuses first).
 	unsigned := func() {
-		for range 20 {
+		for range 10 {
 			s := cand()
 			r, _ := g.h.try(s)
 			d := g.h.g.destination(g.h.phones[s.phone]).subjects
@@ -1040,7 +1047,7 @@ func (g *modelGen) abroadClimb() {
 	// attack is the attacker's next send: one an operator or country
 	// decides, when the model finds one (not one a range refuses first).
 	attack := func() {
-		for range 20 {
+		for range 4 {
 			s := cand()
 			d := g.h.g.destination(g.h.phones[s.phone]).subjects
 			if r, _ := g.h.try(s); r.verdict.counted() || r.rule > 0 && r.rule <= len(d) && d[r.rule-1].kind == 'c' {
