@@ -378,8 +378,10 @@ func (g *modelGen) plan() {
 		g.resends()
 	case r < 89:
 		g.abroadClimb()
-	case r < 94:
+	case r < 92:
 		g.probeEdge()
+	case r < 96:
+		g.pressureEdge()
 	default:
 		g.heldEdge()
 	}
@@ -906,23 +908,7 @@ func (g *modelGen) heldEdge() {
 	cand := func() modelStep {
 		return modelStep{kind: 's', phone: phones[g.rng.IntN(len(phones))], ip: none, sig: g.rng.IntN(7)}
 	}
-	// tripped is a key of the subjects restricted since the episode
-	// began, when, and its floor.
-	tripped := func() (string, int64, float64) {
-		for _, sb := range g.h.g.destination(g.h.phones[phones[0]]).subjects {
-			if sb.kind != 'c' {
-				continue
-			}
-			floor := float64(sb.floor)
-			for _, k := range []string{sb.key, sb.foreign} {
-				if rs, ok := g.storedTime(k, fieldRestrictedSince); ok && rs >= start {
-					return k, rs, floor
-				}
-				floor = math.Max(math.Floor(floor/3), 1) // the ledger of networks known abroad's
-			}
-		}
-		return "", 0, 0
-	}
+	tripped := func() (string, int64, float64) { return g.tripped(phones[0], start) }
 	// unsigned is a send nobody verifies that a restricted subject
 	// decides, when the model finds one (not one a range refuses first).
 	unsigned := func() {
@@ -969,6 +955,66 @@ func (g *modelGen) heldEdge() {
 		}
 	}
 	g.then(burst)
+}
+
+// tripped is a key of phone's subjects restricted since start, when, and
+// its floor.
+func (g *modelGen) tripped(phone int, start int64) (string, int64, float64) {
+	for _, sb := range g.h.g.destination(g.h.phones[phone]).subjects {
+		if sb.kind != 'c' {
+			continue
+		}
+		floor := float64(sb.floor)
+		for _, k := range []string{sb.key, sb.foreign} {
+			if rs, ok := g.storedTime(k, fieldRestrictedSince); ok && rs >= start {
+				return k, rs, floor
+			}
+			floor = math.Max(math.Floor(floor/3), 1) // the ledger of networks known abroad's
+		}
+	}
+	return "", 0, 0
+}
+
+// pressureEdge: sends nobody verifies restrict a country (or an operator)
+// and go on as a burst of refusals; then, one or two of its periods
+// later (on the period's edge or past it), a few more, around a quarter
+// of the burst's: a restriction renews only while its refusals keep that
+// share of their busiest period (pressing: pressure-quarter-4-3,
+// pressure-period-ge-gt).
+func (g *modelGen) pressureEdge() {
+	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
+	if g.rng.IntN(3) == 0 {
+		pres = []int{modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]}
+	}
+	none := len(modelIPs) - 1 // no caller networks: no sign
+	start := g.now
+	phones := g.phones(pres, 10*len(pres))
+	send := func() { g.send(phones[g.rng.IntN(len(phones))], none) }
+	for range 12 + g.rng.IntN(10) {
+		send()
+	}
+	period := ms(bucket) / 6
+	g.then(func() {
+		key, _, _ := g.tripped(phones[0], start)
+		pt, ok := g.storedTime(key, fieldPressureSince)
+		if key == "" || !ok {
+			return
+		}
+		pp, _ := g.storedTime(key, fieldPressurePeak)
+		at := pt + period
+		switch g.rng.IntN(6) {
+		case 0:
+			at += period // two periods on: the last one's count forgotten
+		case 1:
+			at += int64(g.rng.IntN(int(period)))
+		case 2, 3:
+			at += int64(g.rng.IntN(2)*2) - 1 // a millisecond either side
+		}
+		g.clock(at - g.now)
+		for range max(int(pp)/4-1+g.rng.IntN(3), 1) {
+			send()
+		}
+	})
 }
 
 // abroadClimb: travellers from one network known abroad earn an

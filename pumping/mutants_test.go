@@ -48,6 +48,12 @@ var modelMutants = []modelMutant{
 	{name: "abroad-floor-third", file: "decide.lua", old: "math.max(math.floor(floor / 3), 1)", new: "math.max(math.floor(floor / 2), 1)"},
 	{name: "abroad-floor-min-1", file: "decide.lua", old: "math.max(math.floor(floor / 3), 1)", new: "math.max(math.floor(floor / 3), 0)"},
 	{name: "trip-refused-before", file: "decide.lua", old: "if led.oq then nq = led.oq - 1 end", new: "if led.oq then nq = led.oq end"},
+	// A restriction renewed only under pressure (f588ae8: pq, pt, pl, pp).
+	{name: "pressure-quarter-4-3", file: "decide.lua", old: "return math.max(pq, pl) * 4 >= pp", new: "return math.max(pq, pl) * 3 >= pp"},
+	{name: "pressure-drop-last", file: "decide.lua", old: "return math.max(pq, pl) * 4 >= pp", new: "return pq * 4 >= pp"},
+	{name: "pressure-period-ge-gt", file: "decide.lua", old: "  elseif now - pt >= period then", new: "  elseif now - pt > period then"},
+	{name: "pressure-undo", file: "decide.lua",
+		old: "  if lrestricted and not st.abroad and (tripped or add == 1) and not pressing(led) then tripped = false end\n", new: ""},
 	// The held budget (3b1ec7f, rw).
 	{name: "held-budget-undo", file: "decide.lua",
 		old: "return math.max(floor + ratio * math.max(st.A, hourf * st.hour, st.pk), st.held or 0)",
