@@ -894,10 +894,7 @@ func (g *modelGen) probeEdge() {
 // earlier (held-window-lt-le). Only a trip whose held budget beats what the
 // subject learned (its peak day) is followed to its edge.
 func (g *modelGen) heldEdge() {
-	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
-	if g.rng.IntN(2) == 0 {
-		pres = []int{modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]}
-	}
+	pres := g.countryOrOperator(2)
 	none := len(modelIPs) - 1 // no caller networks: no sign
 	start := g.now
 	for _, p := range g.phones(pres, 2+g.rng.IntN(2)) {
@@ -957,6 +954,16 @@ func (g *modelGen) heldEdge() {
 	g.then(burst)
 }
 
+// countryOrOperator is a country's prefixes or, one time in odds, one
+// operator's.
+func (g *modelGen) countryOrOperator(odds int) []int {
+	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
+	if g.rng.IntN(odds) == 0 {
+		pres = []int{modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]}
+	}
+	return pres
+}
+
 // tripped is a key of phone's subjects restricted since start, when, and
 // its floor.
 func (g *modelGen) tripped(phone int, start int64) (string, int64, float64) {
@@ -982,10 +989,7 @@ func (g *modelGen) tripped(phone int, start int64) (string, int64, float64) {
 // share of their busiest period (pressing: pressure-quarter-4-3,
 // pressure-period-ge-gt).
 func (g *modelGen) pressureEdge() {
-	pres := modelCountryPrefixes[g.rng.IntN(len(modelCountryPrefixes))]
-	if g.rng.IntN(3) == 0 {
-		pres = []int{modelOperatorPrefixes[g.rng.IntN(len(modelOperatorPrefixes))]}
-	}
+	pres := g.countryOrOperator(3)
 	none := len(modelIPs) - 1 // no caller networks: no sign
 	start := g.now
 	phones := g.phones(pres, 10*len(pres))
