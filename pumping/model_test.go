@@ -357,30 +357,30 @@ func (g *modelGen) next() modelStep {
 // plan queues the next step or episode.
 func (g *modelGen) plan() {
 	switch r := g.rng.IntN(100); {
-	case r < 30:
+	case r < 26:
 		s := randomModelStep(g.rng)
 		if s.kind == 't' {
 			g.clock(s.n)
 			return
 		}
 		g.add(s)
-	case r < 42:
+	case r < 38:
 		g.travellers()
-	case r < 53:
+	case r < 49:
 		g.tripAndFall()
-	case r < 59:
+	case r < 55:
 		g.anniversary()
-	case r < 67:
+	case r < 63:
 		g.storedEdge()
-	case r < 71:
+	case r < 67:
 		g.spendEdge()
-	case r < 77:
+	case r < 73:
 		g.resends()
-	case r < 89:
+	case r < 85:
 		g.abroadClimb()
-	case r < 92:
+	case r < 90:
 		g.probeEdge()
-	case r < 96:
+	case r < 94:
 		g.pressureEdge()
 	default:
 		g.heldEdge()
