@@ -994,29 +994,37 @@ func (g *modelGen) pressureEdge() {
 	start := g.now
 	phones := g.phones(pres, 10*len(pres))
 	send := func() { g.send(phones[g.rng.IntN(len(phones))], none) }
-	for range 12 + g.rng.IntN(10) {
+	for range 12 + g.rng.IntN(16) {
 		send()
 	}
 	period := ms(bucket) / 6
-	g.then(func() {
+	// quiet: a period or two after the stored period began (on its edge,
+	// a millisecond either side, or within it), up to a third of the
+	// busiest period's count: between a quarter and a third of it is
+	// where the share is told apart.
+	quiet := func(periods int64) bool {
 		key, _, _ := g.tripped(phones[0], start)
 		pt, ok := g.storedTime(key, fieldPressureSince)
 		if key == "" || !ok {
-			return
+			return false
 		}
 		pp, _ := g.storedTime(key, fieldPressurePeak)
-		at := pt + period
-		switch g.rng.IntN(6) {
+		at := pt + periods*period
+		switch g.rng.IntN(4) {
 		case 0:
-			at += period // two periods on: the last one's count forgotten
-		case 1:
 			at += int64(g.rng.IntN(int(period)))
-		case 2, 3:
-			at += int64(g.rng.IntN(2)*2) - 1 // a millisecond either side
+		case 1, 2:
+			at += int64(g.rng.IntN(2)*2) - 1
 		}
 		g.clock(at - g.now)
-		for range max(int(pp)/4-1+g.rng.IntN(3), 1) {
+		for range int(pp)/3 + 1 {
 			send()
+		}
+		return true
+	}
+	g.then(func() {
+		if quiet(1) {
+			g.then(func() { quiet(2) }) // the last period's count forgotten
 		}
 	})
 }
