@@ -488,16 +488,18 @@ local function refusedInHour(led)
   local oq, ot = unpack(redis.call('HMGET', led.key, F.abroadRefused, F.abroadRefusedSince))
   oq, ot = tonumber(oq) or 0, tonumber(ot) or 0
   if now - ot >= bucket then oq, ot = 0, now end
-  led.oq, led.ot = oq + 1, ot
+  led.oq = oq + 1
+  led.refusals = {F.abroadRefused, led.oq, F.abroadRefusedSince, ot}
   return led.oq
 end
 
 -- ledgerWrites is what a send changed in a ledger besides its counts: its
--- restriction tripped or renewed, and its refusals in the hour (nil when
--- nothing).
+-- refusals counted (abroad, in the hour: refusedInHour; its own while
+-- restricted, per period: pressing) and its restriction tripped or
+-- renewed (nil when nothing).
 local function ledgerWrites(led)
-  if led.oq == nil then return led.trip end
-  local f = {F.abroadRefused, led.oq, F.abroadRefusedSince, led.ot}
+  if led.refusals == nil then return led.trip end
+  local f = {unpack(led.refusals)}
   for _, x in ipairs(led.trip or {}) do f[#f + 1] = x end
   return f
 end
@@ -523,7 +525,7 @@ end
 -- ledger's current period (a sixth of a bucket: 10 minutes by default)
 -- and says whether the refusals still run at a quarter of their busiest
 -- period since the trip, this period's or the last's: the pressure that
--- tripped it goes on. led.press is what to write.
+-- tripped it goes on. ledgerWrites writes the counts.
 local function pressing(led)
   local pq, pt, pl, pp = unpack(redis.call('HMGET', led.key, F.pressureNow, F.pressureSince, F.pressureLast, F.pressurePeak))
   pq, pt, pl, pp = tonumber(pq) or 0, tonumber(pt) or 0, tonumber(pl) or 0, tonumber(pp) or 0
@@ -535,7 +537,7 @@ local function pressing(led)
   end
   pq = pq + 1
   pp = math.max(pp, pq)
-  led.press = {F.pressureNow, pq, F.pressureSince, pt, F.pressureLast, pl, F.pressurePeak, pp}
+  led.refusals = {F.pressureNow, pq, F.pressureSince, pt, F.pressureLast, pl, F.pressurePeak, pp}
   return math.max(pq, pl) * 4 >= pp
 end
 
@@ -566,11 +568,6 @@ local function restrictLedger(st, led, lfloor, over, overh, u, budget, add, wbud
       led.trip = {F.restrictedUntil, now + restrict}
       led.rx = now + restrict
     end
-  end
-  if led.press then
-    local f = led.trip or {}
-    for _, x in ipairs(led.press) do f[#f + 1] = x end
-    led.trip = f
   end
   return lrestricted
 end
@@ -688,7 +685,8 @@ local function refuse(sigout)
       near, nearu, nearb = 0, 0, 0
       return reply(3, sigout, 0, 0)
     end
-    if st.trip then redis.call('HSET', st.key, unpack(st.trip)) end
+    local w = ledgerWrites(st)
+    if w then redis.call('HSET', st.key, unpack(w)) end
     local fw = st.fo and ledgerWrites(st.fo)
     if fw then redis.call('HSET', st.fo.key, unpack(fw)) end
     local led = st
@@ -723,7 +721,7 @@ local function countSubject(st)
   end
   -- A country's restriction, tripped or extended, is written with its
   -- counts: one HSET.
-  store(st, not skip, st.trip)
+  store(st, not skip, ledgerWrites(st))
   if st.sub then
     -- The network's ledger of texts to this country counts every text:
     -- its users' resends are part of whether they verify (its sign).

@@ -307,7 +307,7 @@ func (d *modelDecision) count() int64 {
 			ck = true
 		}
 		// A restriction, tripped or renewed, is written with the counts.
-		d.c.store(d.tx, st.l, in, st.probed, st.l.trip)
+		d.c.store(d.tx, st.l, in, st.probed, ledgerWrites(st.l))
 		if st.sub != nil {
 			// The network's ledger of texts to this country counts every
 			// text: its users' resends are part of whether they verify.

@@ -206,8 +206,8 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 		if !lrestricted {
 			// The refusals that led to the trip are the restriction's.
 			nq := 0.0
-			if led.over != nil {
-				nq = led.over[1].(float64) - 1
+			if led.refusals != nil {
+				nq = led.refusals[1].(float64) - 1
 			}
 			rh := 0.0
 			if overh && !over {
@@ -228,9 +228,6 @@ func (d *modelDecision) unsigned(st *modelSubject, restricted bool) {
 			led.trip = []any{fieldRestrictedUntil, now + restrictFor}
 			led.rx, led.hasRx = now+restrictFor, true
 		}
-	}
-	if led.press != nil {
-		led.trip = append(led.trip, led.press...)
 	}
 	st.u, st.budget = u, budget
 	st.refuse = (over || overh || ((restricted || lrestricted) && add == 1)) && d.a.mode != modeBypass
@@ -263,7 +260,7 @@ func (d *modelDecision) refusedInHour(led *ledger) float64 {
 		oq, ot = 0, now
 	}
 	oq++
-	led.over = []any{fieldAbroadRefused, oq, fieldAbroadRefusedSince, ot}
+	led.refusals = []any{fieldAbroadRefused, oq, fieldAbroadRefusedSince, ot}
 	return oq
 }
 
@@ -286,16 +283,16 @@ func (d *modelDecision) pressing(led *ledger) bool {
 	}
 	pq++
 	pp = math.Max(pp, pq)
-	led.press = []any{fieldPressureNow, pq, fieldPressureSince, pt, fieldPressureLast, pl, fieldPressurePeak, pp}
+	led.refusals = []any{fieldPressureNow, pq, fieldPressureSince, pt, fieldPressureLast, pl, fieldPressurePeak, pp}
 	return math.Max(pq, pl)*4 >= pp
 }
 
 // ledgerWrites is what a send changed in a ledger besides its counts.
 func ledgerWrites(led *ledger) []any {
-	if led.over == nil {
+	if led.refusals == nil {
 		return led.trip
 	}
-	return append(append([]any{}, led.over...), led.trip...)
+	return append(append([]any{}, led.refusals...), led.trip...)
 }
 
 // writeRefusal writes what an enforced refusal by an operator or country
@@ -303,8 +300,8 @@ func ledgerWrites(led *ledger) []any {
 // the console reads it (the foreign ledger when it refused, not the
 // subject's own restriction).
 func (d *modelDecision) writeRefusal(st *modelSubject) {
-	if st.l.trip != nil {
-		d.tx.hset(st.l.key, st.l.trip...)
+	if w := ledgerWrites(st.l); w != nil {
+		d.tx.hset(st.l.key, w...)
 	}
 	if st.fo != nil {
 		if fw := ledgerWrites(st.fo); fw != nil {

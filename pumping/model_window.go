@@ -60,13 +60,11 @@ type ledger struct {
 	held                   float64 // the window's budget a trip holds (rw), 0 when none
 	restrictable, probable bool    // rx, pr were read (and set: hasRx, hasPr)
 	hasRx, hasPr           bool
-	// A restricted subject's writes of this send besides its counts: its
-	// restriction tripped or renewed (trip), its refusals in the hour
-	// (over: oq, ot).
-	trip, over []any
-	// Its own restriction's pressure (press: pq, pt, pl, pp), when a send
-	// it refused was counted in it.
-	press []any
+	// A restricted subject's writes of this send besides its counts
+	// (ledgerWrites): its restriction tripped or renewed (trip), and its
+	// refusals counted (refusals): abroad in the hour (oq, ot), its own
+	// while restricted per period (pq, pt, pl, pp).
+	trip, refusals []any
 }
 
 // unverified is U = S - A, never below 0.
