@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"text/template"
-	"text/template/parse"
 	"time"
 )
 
@@ -43,141 +41,6 @@ type Messages struct {
 	app      string
 	ttlMin   int
 	domain   string
-	// plain holds, for each template that is only text and the fields
-	// .Code, .App and .TTLMinutes, its pieces: Render writes them without
-	// text/template's reflection (TestPlainTemplatesRenderAsExecuted).
-	plain map[*template.Template][]piece
-}
-
-// piece is a plain template's text or one of its fields, written only
-// when the field when (inside {{with}}) is not empty.
-type piece struct {
-	text  string
-	field messageField
-	when  messageField
-}
-
-type messageField int
-
-const (
-	fieldNone messageField = iota
-	fieldCode
-	fieldApp
-	fieldTTLMinutes
-)
-
-// plainPieces is t's pieces, or false when t does more than write text,
-// the fields of messageData, and {{with .Field}} around text and {{.}}
-// (no else): a pipeline, a function, a condition, another template...
-func plainPieces(t *template.Template) ([]piece, bool) {
-	if t.Tree == nil || t.Tree.Root == nil {
-		return nil, false
-	}
-	var pieces []piece
-	for _, n := range t.Tree.Root.Nodes {
-		switch n := n.(type) {
-		case *parse.TextNode:
-			pieces = append(pieces, piece{text: string(n.Text)})
-		case *parse.ActionNode:
-			f, ok := pipeField(n.Pipe)
-			if !ok {
-				return nil, false
-			}
-			pieces = append(pieces, piece{field: f})
-		case *parse.WithNode:
-			when, ok := pipeField(n.Pipe)
-			if !ok || n.ElseList != nil || n.List == nil {
-				return nil, false
-			}
-			for _, n := range n.List.Nodes {
-				switch n := n.(type) {
-				case *parse.TextNode:
-					pieces = append(pieces, piece{text: string(n.Text), when: when})
-				case *parse.ActionNode:
-					p := n.Pipe
-					if p == nil || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-						return nil, false
-					}
-					if _, ok := p.Cmds[0].Args[0].(*parse.DotNode); !ok {
-						return nil, false
-					}
-					pieces = append(pieces, piece{field: when, when: when})
-				default:
-					return nil, false
-				}
-			}
-		default:
-			return nil, false
-		}
-	}
-	return pieces, true
-}
-
-// pipeField is the field of messageData a pipeline is alone ({{.Code}}).
-func pipeField(p *parse.PipeNode) (messageField, bool) {
-	if p == nil || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-		return fieldNone, false
-	}
-	f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
-	if !ok || len(f.Ident) != 1 {
-		return fieldNone, false
-	}
-	switch f.Ident[0] {
-	case "Code":
-		return fieldCode, true
-	case "App":
-		return fieldApp, true
-	case "TTLMinutes":
-		return fieldTTLMinutes, true
-	}
-	return fieldNone, false
-}
-
-// execute writes t with data to b: by its pieces when it is plain, as
-// text/template would, into a buffer made once with room for more bytes
-// after, else by text/template.
-func (m *Messages) execute(b *strings.Builder, t *template.Template, data messageData, more int) error {
-	pieces, ok := m.plain[t]
-	if !ok {
-		// Into a builder of its own: b, handed to Execute, would escape
-		// to the heap on the plain path too.
-		var out strings.Builder
-		err := t.Execute(&out, data)
-		b.WriteString(out.String())
-		return err
-	}
-	ttl := strconv.Itoa(data.TTLMinutes)
-	value := func(f messageField) string {
-		switch f {
-		case fieldCode:
-			return data.Code
-		case fieldApp:
-			return data.App
-		case fieldTTLMinutes:
-			return ttl
-		}
-		return ""
-	}
-	empty := func(f messageField) bool {
-		if f == fieldTTLMinutes {
-			return data.TTLMinutes == 0
-		}
-		return value(f) == ""
-	}
-	n := more
-	for _, p := range pieces {
-		if p.when == fieldNone || !empty(p.when) {
-			n += len(p.text) + len(value(p.field))
-		}
-	}
-	b.Grow(n)
-	for _, p := range pieces {
-		if p.when == fieldNone || !empty(p.when) {
-			b.WriteString(p.text)
-			b.WriteString(value(p.field))
-		}
-	}
-	return nil
 }
 
 type messageData struct {
@@ -192,7 +55,6 @@ type messageData struct {
 func NewMessages(cfg MessageConfig, codeLength int) (*Messages, error) {
 	m := &Messages{
 		byLocale: make(map[string]*template.Template, len(cfg.Locales)),
-		plain:    make(map[*template.Template][]piece, 1+len(cfg.Locales)),
 		app:      cfg.App,
 		ttlMin:   int((cfg.TTL + time.Minute - 1) / time.Minute),
 		domain:   cfg.WebOTPDomain,
@@ -214,9 +76,6 @@ func NewMessages(cfg MessageConfig, codeLength int) (*Messages, error) {
 			if !strings.Contains(b.String(), sample) {
 				return nil, fmt.Errorf("%s: the text must contain {{.Code}}", key)
 			}
-		}
-		if pieces, ok := plainPieces(t); ok {
-			m.plain[t] = pieces
 		}
 		return t, nil
 	}
@@ -250,26 +109,17 @@ func (m *Messages) Render(o TextOptions, country, code string) (string, error) {
 	t := m.choose(o, country)
 	app := cmp.Or(o.App, m.app)
 	var b strings.Builder
-	domain := cmp.Or(o.WebOTPDomain, m.domain)
-	more := 0
-	if o.AppHash != "" || domain != "" {
-		more = len(o.AppHash) + len(domain) + len(code) + 7
-	}
-	if err := m.execute(&b, t, messageData{Code: code, App: app, TTLMinutes: m.ttlMin}, more); err != nil {
+	if err := t.Execute(&b, messageData{Code: code, App: app, TTLMinutes: m.ttlMin}); err != nil {
 		return "", err
 	}
 	if o.AppHash != "" {
-		b.WriteString("\n\n")
-		b.WriteString(o.AppHash)
+		b.WriteString("\n\n" + o.AppHash)
 	}
-	if domain != "" {
+	if domain := cmp.Or(o.WebOTPDomain, m.domain); domain != "" {
 		if o.AppHash == "" {
 			b.WriteString("\n")
 		}
-		b.WriteString("\n@")
-		b.WriteString(domain)
-		b.WriteString(" #")
-		b.WriteString(code)
+		b.WriteString("\n@" + domain + " #" + code)
 	}
 	return b.String(), nil
 }
