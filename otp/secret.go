@@ -98,19 +98,11 @@ func (s *Secrets) SubjectMAC(name, value string) string {
 // Seal encrypts code for phone; the phone is authenticated data, so a sealed
 // code moved to another phone's key does not open.
 func (s *Secrets) Seal(phone, code string) ([]byte, error) {
-	// The nonce and the sealed code, then the code and the phone as the
-	// AEAD reads them, in one allocation (each conversion escaped to the
-	// heap); that tail is cleared before it returns.
-	n := s.aead.NonceSize()
-	size := n + len(code) + s.aead.Overhead()
-	buf := make([]byte, n, size+len(code)+len(phone))
-	if _, err := rand.Read(buf); err != nil {
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(code)+s.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	tail := append(append(buf[size:size], code...), phone...)
-	sealed := s.aead.Seal(buf, buf, tail[:len(code)], tail[len(code):])
-	clear(tail)
-	return sealed[:size:size], nil
+	return s.aead.Seal(nonce, nonce, []byte(code), []byte(phone)), nil
 }
 
 // ErrSealBroken means a sealed code does not open: it was sealed under another
